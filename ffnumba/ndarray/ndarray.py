@@ -1,0 +1,421 @@
+"""NDArray: an array on a device (MXNet ``mx.nd.NDArray``).
+
+A CPU NDArray holds a C-contiguous ``numpy.ndarray``; a GPU NDArray holds a
+numba ``DeviceNDArray``. ``np.asarray(nd)`` works through ``__array__``.
+Arithmetic between NDArrays broadcasts like numpy (MXNet's NDArray rule);
+on a GPU it runs through the host for now (kernels never do).
+"""
+import numpy as np
+
+from ..base import FFError, ShapeError
+from ..context import Context, current_context, check_device
+from ..dtype import np_dtype
+
+__all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'concat',
+           'concatenate', 'waitall', 'from_numpy']
+
+
+def _to_device(host, ctx):
+    check_device(ctx)
+    from numba import cuda
+    with cuda.gpus[ctx.device_id]:
+        return cuda.to_device(np.ascontiguousarray(host))
+
+
+class NDArray:
+    """An n-dimensional array on a context.
+
+    Build one with :func:`array`, :func:`zeros` and friends rather than the
+    constructor.
+
+    Parameters
+    ----------
+    data : numpy.ndarray or numba DeviceNDArray
+        The storage, owned by this NDArray (views share it).
+    ctx : Context, optional
+        Defaults to ``cpu(0)``.
+    """
+
+    __array_priority__ = 1000.0
+
+    def __init__(self, data, ctx=None):
+        self._data = data
+        self._ctx = ctx if ctx is not None else Context('cpu', 0)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def shape(self):
+        """Tuple of dimensions."""
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self):
+        """The element type as a numpy type class (``numpy.float32``), as MXNet."""
+        return np.dtype(self._data.dtype).type
+
+    @property
+    def context(self):
+        """The :class:`Context` the array lives on."""
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def stype(self):
+        return 'default'
+
+    @property
+    def T(self):
+        return NDArray(np.ascontiguousarray(self.asnumpy().T), self._ctx).as_in_context(self._ctx)
+
+    @property
+    def handle(self):
+        """The underlying storage (numpy array or DeviceNDArray)."""
+        return self._data
+
+    # ------------------------------------------------------------ conversion
+    def asnumpy(self):
+        """A numpy copy of the data (a host transfer for a GPU array)."""
+        if self._ctx.device_type == 'gpu':
+            return self._data.copy_to_host()
+        return np.array(self._data, copy=True)
+
+    def asscalar(self):
+        """The value of a size-1 array as a numpy scalar.
+
+        Raises
+        ------
+        ShapeError
+            If the array does not have exactly one element.
+        """
+        if self.size != 1:
+            raise ShapeError('The current array is not a scalar: shape %s' % (self.shape,))
+        return self.asnumpy().reshape(-1)[0]
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._data.copy_to_host() if self._ctx.device_type == 'gpu' else self._data
+        return a if dtype is None else a.astype(dtype)
+
+    def astype(self, dtype, copy=True):
+        """A copy with elements cast to ``dtype`` (float to int truncates toward 0)."""
+        dt = np_dtype(dtype)
+        if not copy and np.dtype(self._data.dtype) == dt:
+            return self
+        return array(self.asnumpy().astype(dt), ctx=self._ctx, dtype=dt)
+
+    def copy(self):
+        return self.copyto(self._ctx)
+
+    def copyto(self, other):
+        """Copy into another NDArray (same shape) or onto a context.
+
+        Returns
+        -------
+        NDArray
+            ``other`` if it is an NDArray, else the new array.
+        """
+        if isinstance(other, Context):
+            return array(self.asnumpy(), ctx=other, dtype=self._data.dtype)
+        if not isinstance(other, NDArray):
+            raise FFError('copyto: expected an NDArray or Context, got %s' % type(other).__name__)
+        if other.shape != self.shape:
+            raise ShapeError('copyto: shape mismatch, source %s, target %s'
+                             % (self.shape, other.shape))
+        other._set(self.asnumpy())
+        return other
+
+    def as_in_context(self, context):
+        """This array on ``context``: itself if already there, else a copy."""
+        return self if context == self._ctx else self.copyto(context)
+
+    def as_nd_ndarray(self):
+        return self
+
+    def wait_to_read(self):
+        """Block until pending writes finish (kernels are synchronous on the CPU)."""
+        if self._ctx.device_type == 'gpu':
+            from numba import cuda
+            cuda.synchronize()
+
+    def _set(self, host):
+        """Overwrite every element from a host array (broadcast allowed)."""
+        if self._ctx.device_type == 'gpu':
+            full_ = np.broadcast_to(np.asarray(host, dtype=self._data.dtype), self.shape)
+            self._data.copy_to_device(np.ascontiguousarray(full_))
+        else:
+            self._data[...] = host
+
+    # --------------------------------------------------------------- shaping
+    def reshape(self, *shape, **kwargs):
+        """A view with a new shape; ``-1`` infers one dimension.
+
+        Raises
+        ------
+        ShapeError
+            If the sizes differ.
+        """
+        if 'shape' in kwargs:
+            shape = kwargs['shape']
+        elif len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        shape = tuple(int(s) for s in shape)
+        try:
+            data = self._data.reshape(shape)
+        except (ValueError, NotImplementedError) as e:
+            raise ShapeError('reshape: cannot reshape array of shape %s into %s (%s)'
+                             % (self.shape, shape, e)) from None
+        return NDArray(data, self._ctx)
+
+    def flatten(self):
+        return self.reshape(self.shape[0], -1) if self.ndim else self.reshape(1, 1)
+
+    def expand_dims(self, axis):
+        return NDArray(np.expand_dims(self._data, axis), self._ctx) if not self._gpu() else \
+            self.reshape(np.expand_dims(np.empty(self.shape, np.int8), axis).shape)
+
+    def _gpu(self):
+        return self._ctx.device_type == 'gpu'
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __getitem__(self, key):
+        if isinstance(key, NDArray):
+            key = key.asnumpy().astype(np.int64)
+        if self._gpu():
+            return array(self.asnumpy()[key], ctx=self._ctx)
+        out = self._data[key]
+        if np.isscalar(out) or (isinstance(out, np.ndarray) and out.ndim == 0):
+            out = np.asarray(out).reshape(1)
+        if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
+            out = np.ascontiguousarray(out)
+        return NDArray(out, self._ctx)
+
+    def __setitem__(self, key, value):
+        if isinstance(value, NDArray):
+            value = value.asnumpy()
+        if self._gpu():
+            host = self.asnumpy()
+            host[key] = value
+            self._set(host)
+        else:
+            self._data[key] = value
+
+    # ------------------------------------------------------------ arithmetic
+    def _binary(self, other, fn, reverse=False):
+        a = self.asnumpy() if self._gpu() else self._data
+        b = other.asnumpy() if isinstance(other, NDArray) else other
+        if isinstance(other, NDArray) and other.context != self._ctx:
+            raise FFError('NDArray arithmetic across contexts %s and %s; copy with '
+                          'as_in_context first' % (self._ctx, other.context))
+        try:
+            out = fn(b, a) if reverse else fn(a, b)
+        except ValueError as e:
+            raise ShapeError('NDArray: operands could not be broadcast together: %s and %s'
+                             % (self.shape, getattr(other, 'shape', ())) ) from e
+        out = np.asarray(out)
+        if out.dtype != a.dtype and not isinstance(other, NDArray) and out.dtype.kind == 'f' \
+                and a.dtype.kind == 'f':
+            out = out.astype(a.dtype)
+        return array(out, ctx=self._ctx, dtype=out.dtype)
+
+    def _inplace(self, other, fn):
+        res = self._binary(other, fn)
+        self._set(res.asnumpy().astype(self._data.dtype))
+        return self
+
+    __add__ = lambda s, o: s._binary(o, np.add)
+    __radd__ = lambda s, o: s._binary(o, np.add, True)
+    __sub__ = lambda s, o: s._binary(o, np.subtract)
+    __rsub__ = lambda s, o: s._binary(o, np.subtract, True)
+    __mul__ = lambda s, o: s._binary(o, np.multiply)
+    __rmul__ = lambda s, o: s._binary(o, np.multiply, True)
+    __truediv__ = lambda s, o: s._binary(o, np.true_divide)
+    __rtruediv__ = lambda s, o: s._binary(o, np.true_divide, True)
+    __mod__ = lambda s, o: s._binary(o, np.mod)
+    __pow__ = lambda s, o: s._binary(o, np.power)
+    __rpow__ = lambda s, o: s._binary(o, np.power, True)
+    __eq__ = lambda s, o: s._binary(o, lambda a, b: (a == b).astype(a.dtype))
+    __ne__ = lambda s, o: s._binary(o, lambda a, b: (a != b).astype(a.dtype))
+    __gt__ = lambda s, o: s._binary(o, lambda a, b: (a > b).astype(a.dtype))
+    __ge__ = lambda s, o: s._binary(o, lambda a, b: (a >= b).astype(a.dtype))
+    __lt__ = lambda s, o: s._binary(o, lambda a, b: (a < b).astype(a.dtype))
+    __le__ = lambda s, o: s._binary(o, lambda a, b: (a <= b).astype(a.dtype))
+    __iadd__ = lambda s, o: s._inplace(o, np.add)
+    __isub__ = lambda s, o: s._inplace(o, np.subtract)
+    __imul__ = lambda s, o: s._inplace(o, np.multiply)
+    __itruediv__ = lambda s, o: s._inplace(o, np.true_divide)
+    __hash__ = object.__hash__
+
+    def __neg__(self):
+        return self._binary(-1, np.multiply)
+
+    def __abs__(self):
+        return array(np.abs(self.asnumpy()), ctx=self._ctx)
+
+    def __bool__(self):
+        if self.size == 1:
+            return bool(self.asnumpy().reshape(-1)[0])
+        raise ValueError('The truth value of an NDArray with more than one element is ambiguous.')
+
+    def __repr__(self):
+        return '\n%s\n<NDArray %s @%s>' % (self.asnumpy(), 'x'.join(str(s) for s in self.shape),
+                                          self._ctx)
+
+    # ------------------------------------------------------------ reductions
+    def sum(self, axis=None, keepdims=False):
+        return array(np.asarray(self.asnumpy().sum(axis=axis, keepdims=keepdims)).reshape(
+            -1 if axis is None and not keepdims else
+            np.asarray(self.asnumpy().sum(axis=axis, keepdims=keepdims)).shape), ctx=self._ctx)
+
+    def mean(self, axis=None, keepdims=False):
+        r = np.asarray(self.asnumpy().mean(axis=axis, keepdims=keepdims))
+        return array(r.reshape(-1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
+
+    def max(self, axis=None, keepdims=False):
+        r = np.asarray(self.asnumpy().max(axis=axis, keepdims=keepdims))
+        return array(r.reshape(-1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
+
+    def min(self, axis=None, keepdims=False):
+        r = np.asarray(self.asnumpy().min(axis=axis, keepdims=keepdims))
+        return array(r.reshape(-1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
+
+    def argmax(self, axis=None):
+        return array(np.argmax(self.asnumpy(), axis=axis), ctx=self._ctx)
+
+    def norm(self):
+        return array(np.sqrt((self.asnumpy().astype(np.float64) ** 2).sum()).reshape(1),
+                     ctx=self._ctx, dtype=self._data.dtype)
+
+    def zeros_like(self):
+        return zeros(self.shape, self._ctx, self._data.dtype)
+
+    def ones_like(self):
+        return ones(self.shape, self._ctx, self._data.dtype)
+
+
+def from_numpy(a, ctx=None):
+    """Wrap a numpy array without a copy when it is C-contiguous (CPU only)."""
+    ctx = ctx or current_context()
+    if ctx.device_type == 'gpu':
+        return NDArray(_to_device(a, ctx), ctx)
+    return NDArray(np.ascontiguousarray(a), ctx)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An NDArray copied from ``source_array``.
+
+    Parameters
+    ----------
+    source_array : array_like or NDArray
+    ctx : Context, optional
+        Defaults to :func:`~ffnumba.context.current_context`.
+    dtype : str or numpy dtype, optional
+        Defaults to float32 for non-NDArray sources (MXNet's rule, even for
+        int64 numpy input) and to the source's dtype for an NDArray.
+
+    Returns
+    -------
+    NDArray
+    """
+    ctx = ctx or current_context()
+    if isinstance(source_array, NDArray):
+        host = source_array.asnumpy()
+        dt = np_dtype(dtype) if dtype is not None else host.dtype
+    else:
+        host = np.asarray(source_array)
+        dt = np_dtype(dtype) if dtype is not None else np.dtype('float32')
+    host = np.array(host, dtype=dt, order='C', copy=True)
+    if ctx.device_type == 'gpu':
+        return NDArray(_to_device(host, ctx), ctx)
+    return NDArray(host, ctx)
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def empty(shape, ctx=None, dtype='float32'):
+    """An uninitialised NDArray (zero-filled here, as MXNet's reads look)."""
+    return zeros(shape, ctx, dtype)
+
+
+def zeros(shape, ctx=None, dtype='float32', stype=None, **kwargs):
+    """An NDArray of zeros. ``shape``: int or tuple; ``dtype`` default float32."""
+    ctx = ctx or current_context()
+    host = np.zeros(_shape(shape), dtype=np_dtype(dtype))
+    if ctx.device_type == 'gpu':
+        return NDArray(_to_device(host, ctx), ctx)
+    return NDArray(host, ctx)
+
+
+def ones(shape, ctx=None, dtype='float32', **kwargs):
+    """An NDArray of ones."""
+    return full(shape, 1, ctx, dtype)
+
+
+def full(shape, val, ctx=None, dtype='float32', out=None):
+    """An NDArray filled with ``val``."""
+    ctx = ctx or current_context()
+    host = np.full(_shape(shape), val, dtype=np_dtype(dtype))
+    if out is not None:
+        out[:] = host
+        return out
+    if ctx.device_type == 'gpu':
+        return NDArray(_to_device(host, ctx), ctx)
+    return NDArray(host, ctx)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype='float32', infer_range=False):
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times."""
+    host = np.arange(start, stop, step, dtype=np_dtype(dtype))
+    if repeat > 1:
+        host = np.repeat(host, repeat)
+    return array(host, ctx=ctx, dtype=dtype)
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Join NDArrays along ``axis``.
+
+    Raises
+    ------
+    ShapeError
+        If the shapes differ off ``axis``.
+    """
+    if not arrays:
+        raise ShapeError('concatenate: need at least one array')
+    try:
+        host = np.concatenate([a.asnumpy() for a in arrays], axis=axis)
+    except ValueError as e:
+        raise ShapeError('concatenate: shapes %s do not fit along axis %d (%s)'
+                         % ([a.shape for a in arrays], axis, e)) from None
+    return array(host, ctx=arrays[0].context, dtype=host.dtype)
+
+
+def concat(*arrays, dim=1):
+    """Join NDArrays along ``dim`` (MXNet ``nd.concat``; default dim 1)."""
+    return concatenate(list(arrays), axis=dim)
+
+
+def waitall():
+    """Wait for every pending operation (a no-op on the CPU, a sync on a GPU)."""
+    try:
+        from numba import cuda
+        if cuda.is_available():
+            cuda.synchronize()
+    except Exception:  # no numba-cuda: nothing to wait for
+        pass

@@ -1,0 +1,264 @@
+"""The operator registry: one :class:`OpDef` per operator declares everything.
+
+An op-family file builds an ``OpDef`` and calls :func:`register_op` once per
+operator. The declaration holds the MXNet name and aliases, the typed params,
+the argument / auxiliary-state / output names, shape and type inference, and
+forward/backward per device kind. ``ff.sym.<Op>`` is generated from it
+(signature and docstring), so the docs cannot drift from the code.
+
+Compute contract
+----------------
+``forward(ctx, p, inputs, outputs, aux)``
+    ``inputs``: arrays of the arguments, in ``arguments(p)`` order;
+    ``outputs``: preallocated arrays to fill, in ``outputs(p)`` order;
+    ``aux``: auxiliary-state arrays (may be updated in place in training).
+``backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux)``
+    ``out_grads``: head gradients, one per output (a loss op ignores them and
+    may receive ``None``); ``in_grads[i]`` is the array to write or add into,
+    ``None`` where ``req[i] == 'null'``; ``req[i]`` is ``'write'``, ``'add'``
+    or ``'null'``.
+
+On the CPU the arrays are C-contiguous ``numpy.ndarray``; on a GPU they are
+numba ``DeviceNDArray``. ``ctx`` is an :class:`OpContext`.
+
+Shape contract
+--------------
+``infer_shape(p, in_shapes, aux_shapes) -> (in_shapes, out_shapes, aux_shapes)``
+where an unknown shape is ``None``. It fills what it can (both directions,
+e.g. a FullyConnected weight from its data) and raises
+:class:`~ffnumba.base.ShapeError` with a plain message on a conflict; the
+inference pass prefixes ``Error in operator <node>:``.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..base import FFError, ShapeError, DTypeError
+from .params import NoParams
+
+__all__ = ['OpDef', 'OpContext', 'register_op', 'get_op', 'list_ops', 'gpu_missing',
+           'assign', 'same_shape', 'same_type', 'shape_assign']
+
+_OPS = {}
+_ALIASES = {}
+
+
+class OpContext:
+    """What a kernel call may use besides its arrays.
+
+    Attributes
+    ----------
+    is_train : bool
+        Training mode (Dropout masks, BatchNorm batch statistics).
+    device : Context
+        Where the arrays live.
+    state : dict
+        Per-node scratch kept across forward and backward (a Dropout mask,
+        BatchNorm's batch mean). Owned by one executor.
+    rng : numpy.random.Generator
+        This executor's generator (seeded through ``ff.random.seed``).
+    node_name : str
+        Name of the graph node, for error messages.
+    """
+
+    __slots__ = ('is_train', 'device', 'state', 'rng', 'node_name')
+
+    def __init__(self, is_train, device, state, rng, node_name=''):
+        self.is_train = is_train
+        self.device = device
+        self.state = state
+        self.rng = rng
+        self.node_name = node_name
+
+
+def _as_fn(x):
+    if callable(x):
+        return x
+    val = list(x)
+    return lambda p: list(val)
+
+
+@dataclass
+class OpDef:
+    """Declaration of one operator.
+
+    Parameters
+    ----------
+    name : str
+        MXNet's operator name (``'FullyConnected'``).
+    arguments : list of str or callable(p) -> list of str
+        Input names (``['data', 'weight', 'bias']``); missing inputs become
+        Variables named ``{node}_{arg}``.
+    infer_shape : callable
+        See the module docstring.
+    forward, backward : dict
+        ``{'cpu': fn, 'gpu': fn}``; a device with a forward must have a backward.
+    params : Params subclass
+        Typed parameters (default: none).
+    aux : list or callable
+        Auxiliary-state names (``['moving_mean', 'moving_var']``).
+    outputs : list or callable
+        Visible output names (default ``['output']``).
+    num_hidden_outputs : int or callable
+        Outputs MXNet counts but does not show (BatchNorm's mean and var);
+        used for ``node_row_ptr`` in JSON.
+    infer_type : callable, optional
+        ``(p, in_types, aux_types) -> (in, out, aux)`` with numpy dtypes or None;
+        default: every input, output and aux shares one dtype.
+    aliases : tuple of str
+        Other names (``'split'`` for ``SliceChannel``).
+    hint : str, optional
+        Auto-name prefix (default: the lower-cased name).
+    is_loss : bool
+        A loss head: backward ignores head gradients, and ``backward()``
+        without ``out_grads`` is allowed.
+    variadic : str, optional
+        Name of the count param of an op taking ``*data`` (Concat: ``'num_args'``).
+    doc : str
+        The docstring body (math, shapes, source).
+    input_docs : dict
+        One line per argument name for the generated docstring.
+    """
+
+    name: str
+    arguments: object
+    infer_shape: Callable
+    forward: dict
+    backward: dict
+    params: type = NoParams
+    aux: object = ()
+    outputs: object = ('output',)
+    num_hidden_outputs: object = 0
+    infer_type: Optional[Callable] = None
+    aliases: tuple = ()
+    hint: Optional[str] = None
+    is_loss: bool = False
+    variadic: Optional[str] = None
+    doc: str = ''
+    input_docs: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.list_arguments = _as_fn(self.arguments)
+        self.list_aux = _as_fn(self.aux)
+        self.list_outputs = _as_fn(self.outputs)
+        self.hidden_outputs = (self.num_hidden_outputs if callable(self.num_hidden_outputs)
+                               else (lambda p, n=self.num_hidden_outputs: n))
+        if self.infer_type is None:
+            self.infer_type = same_type
+        if self.hint is None:
+            self.hint = self.name.lower()
+
+    def parse_params(self, kwargs):
+        """Typed params from user kwargs or JSON attr strings."""
+        return self.params.parse(self.name, kwargs)
+
+    def compute(self, device_type):
+        """``(forward, backward)`` for a device kind, or raise FFError."""
+        if device_type in ('cpu_pinned', 'cpu_shared'):
+            device_type = 'cpu'
+        if device_type not in self.forward:
+            raise FFError('Operator %s has no %s implementation yet (see '
+                          'ffnumba.ops.registry.gpu_missing())' % (self.name, device_type))
+        return self.forward[device_type], self.backward[device_type]
+
+
+def register_op(op):
+    """Add ``op`` to the registry, checking the declaration.
+
+    Raises
+    ------
+    FFError
+        On a duplicate name, a param without a doc line, or a device with a
+        forward but no backward.
+    """
+    names = (op.name,) + tuple(op.aliases)
+    for n in names:
+        if n in _OPS or n in _ALIASES:
+            raise FFError('register_op: operator name %r is already registered' % n)
+    for fname, f in op.params._fields.items():
+        if not f.doc:
+            raise FFError('register_op: %s param `%s` has no doc line' % (op.name, fname))
+    if set(op.forward) != set(op.backward):
+        raise FFError('register_op: %s declares forward for %s but backward for %s'
+                      % (op.name, sorted(op.forward), sorted(op.backward)))
+    if 'cpu' not in op.forward:
+        raise FFError('register_op: %s has no CPU implementation' % op.name)
+    _OPS[op.name] = op
+    for a in op.aliases:
+        _ALIASES[a] = op.name
+    return op
+
+
+def get_op(name):
+    """The OpDef registered under ``name`` (or an alias).
+
+    Raises
+    ------
+    FFError
+        If no such operator exists.
+    """
+    name = _ALIASES.get(name, name)
+    try:
+        return _OPS[name]
+    except KeyError:
+        raise FFError('Unknown operator %r' % name) from None
+
+
+def list_ops(include_aliases=False):
+    """Names of every registered operator, sorted."""
+    names = list(_OPS)
+    if include_aliases:
+        names += list(_ALIASES)
+    return sorted(names)
+
+
+def gpu_missing():
+    """Operators that have no GPU kernels yet (a test keeps this list honest)."""
+    return sorted(n for n, op in _OPS.items() if 'gpu' not in op.forward)
+
+
+# --------------------------------------------------------------------- helpers
+
+def assign(dst, src, req):
+    """Write or accumulate ``src`` into ``dst`` by ``req`` (numpy arrays)."""
+    if req == 'write':
+        dst[...] = src
+    elif req == 'add':
+        dst += src
+
+
+def shape_assign(shapes, i, shape, what):
+    """Set ``shapes[i]`` to ``shape``, or check it against a known value.
+
+    Raises ShapeError(``Shape inconsistent, Provided = [...], inferred shape=(...)``)
+    naming ``what`` on a conflict.
+    """
+    shape = None if shape is None else tuple(int(d) for d in shape)
+    if shape is None:
+        return
+    if shapes[i] is None:
+        shapes[i] = shape
+    elif tuple(shapes[i]) != shape:
+        raise ShapeError('Shape inconsistent for input `%s`, Provided = %s, inferred shape=%s'
+                         % (what, list(shapes[i]), shape))
+
+
+def same_shape(p, in_shapes, aux_shapes, names=None):
+    """Inference for ops whose inputs and single output share one shape."""
+    known = next((s for s in in_shapes if s is not None), None)
+    ins = list(in_shapes)
+    if known is not None:
+        for i in range(len(ins)):
+            shape_assign(ins, i, known, names[i] if names else 'input %d' % i)
+    return ins, [known], list(aux_shapes)
+
+
+def same_type(p, in_types, aux_types):
+    """Type inference where every input, output and aux share one dtype."""
+    known = next((t for t in list(in_types) + list(aux_types) if t is not None), None)
+    if known is None:
+        return list(in_types), [None], list(aux_types)
+    for t in list(in_types) + list(aux_types):
+        if t is not None and t != known:
+            raise DTypeError('Type inconsistent, Provided = %s, inferred type = %s' % (t, known))
+    n_out = 1
+    return [known] * len(in_types), [known] * n_out, [known] * len(aux_types)

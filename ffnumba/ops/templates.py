@@ -1,0 +1,254 @@
+"""Kernel templates: one scalar body gives the CPU and the GPU kernels.
+
+An elementwise op is written as plain ``@njit`` scalar functions with the
+signature ``f(x, a, b)`` (``a``, ``b``: float params such as a slope or a
+scalar; ignored by ops that take none) and a derivative ``df(v, a, b)`` where
+``v`` is the input or the output, as the op declares. The templates turn them
+into:
+
+* CPU kernels: ``@njit(cache=True, nogil=True)`` loops over flat views;
+* GPU kernels: grid-stride ``@cuda.jit`` loops, built on first GPU use (so
+  importing ffnumba never needs numba-cuda);
+
+and wrap both in forward/backward functions that follow the registry's
+compute contract (``grad_req`` ``'write'``/``'add'`` honoured in the kernel).
+"""
+import numpy as np
+from numba import njit
+
+__all__ = ['JIT', 'FASTMATH', 'make_unary', 'make_binary', 'LazyCudaKernel', 'launch_1d',
+           'GPU_THREADS', 'import_cuda']
+
+#: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
+cuda = None
+
+
+def import_cuda(module_globals):
+    """Bind ``numba.cuda`` as the global ``cuda`` of a kernel module and return it.
+
+    Kernels must reach ``cuda`` through their module's globals (not a local
+    import): numba's CUDA simulator swaps that global when it runs a kernel.
+    Call it as ``import_cuda(globals())`` inside a kernel builder.
+    """
+    if module_globals.get('cuda') is None:
+        from numba import cuda as _cuda
+        module_globals['cuda'] = _cuda
+    return module_globals['cuda']
+
+#: Fast-math flags for every kernel: no ``nnan``/``ninf``, so NaN and inf behave.
+FASTMATH = {'nsz', 'arcp', 'contract', 'afn', 'reassoc'}
+#: Options of every CPU kernel.
+JIT = dict(cache=True, nogil=True, fastmath=FASTMATH)
+#: Threads per block for template GPU kernels (tests shrink it to hit block edges).
+GPU_THREADS = 256
+
+
+class LazyCudaKernel:
+    """A ``@cuda.jit`` kernel built on its first launch.
+
+    Parameters
+    ----------
+    build : callable() -> numba CUDA kernel
+        Imports ``numba.cuda`` and returns the compiled kernel object.
+    """
+
+    def __init__(self, build):
+        self._build = build
+        self._kernel = None
+
+    @property
+    def kernel(self):
+        if self._kernel is None:
+            self._kernel = self._build()
+        return self._kernel
+
+    def launch(self, n, *args):
+        """Launch over ``n`` elements with a 1-D grid (grid-stride loop inside)."""
+        launch_1d(self.kernel, n, *args)
+
+
+def launch_1d(kernel, n, *args):
+    """Launch a grid-stride kernel over ``n`` elements."""
+    threads = GPU_THREADS
+    blocks = max(1, min((n + threads - 1) // threads, 4096))
+    kernel[blocks, threads](*args)
+
+
+def _flat(a):
+    return a.reshape(-1)
+
+
+def make_unary(f, df, grad_uses='input', scalars=None):
+    """Forward/backward for ``y = f(x, a, b)`` on every device.
+
+    Parameters
+    ----------
+    f : njit function (x, a, b) -> y
+    df : njit function (v, a, b) -> dy/dx
+        ``v`` is ``x`` when ``grad_uses='input'`` and ``y`` when ``'output'``.
+    grad_uses : {'input', 'output'}
+    scalars : callable(p) -> (a, b), optional
+        Reads the float params the body uses (default ``(0.0, 0.0)``).
+
+    Returns
+    -------
+    (forward, backward) : two dicts ``{'cpu': fn, 'gpu': fn}`` for :class:`OpDef`.
+    """
+    if grad_uses not in ('input', 'output'):
+        raise ValueError(grad_uses)
+    use_out = grad_uses == 'output'
+    get = scalars or (lambda p: (0.0, 0.0))
+
+    @njit(**JIT)
+    def fwd_cpu(x, out, a, b):
+        for i in range(x.size):
+            out[i] = f(x[i], a, b)
+
+    @njit(**JIT)
+    def bwd_cpu(v, og, ig, add, a, b):
+        if add:
+            for i in range(v.size):
+                ig[i] += og[i] * df(v[i], a, b)
+        else:
+            for i in range(v.size):
+                ig[i] = og[i] * df(v[i], a, b)
+
+    def build_fwd():
+        import_cuda(globals())
+
+        @cuda.jit
+        def k(x, out, a, b):
+            start, stride = cuda.grid(1), cuda.gridsize(1)
+            for i in range(start, x.size, stride):
+                out[i] = f(x[i], a, b)
+        return k
+
+    def build_bwd():
+        import_cuda(globals())
+
+        @cuda.jit
+        def k(v, og, ig, add, a, b):
+            start, stride = cuda.grid(1), cuda.gridsize(1)
+            for i in range(start, v.size, stride):
+                g = og[i] * df(v[i], a, b)
+                if add:
+                    ig[i] += g
+                else:
+                    ig[i] = g
+        return k
+
+    fwd_gpu, bwd_gpu = LazyCudaKernel(build_fwd), LazyCudaKernel(build_bwd)
+
+    def forward(ctx, p, inputs, outputs, aux):
+        a, b = get(p)
+        fwd_cpu(_flat(inputs[0]), _flat(outputs[0]), a, b)
+
+    def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        if req[0] == 'null':
+            return
+        a, b = get(p)
+        v = outputs[0] if use_out else inputs[0]
+        bwd_cpu(_flat(v), _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add', a, b)
+
+    def forward_gpu(ctx, p, inputs, outputs, aux):
+        a, b = get(p)
+        x = _flat(inputs[0])
+        fwd_gpu.launch(x.size, x, _flat(outputs[0]), a, b)
+
+    def backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        if req[0] == 'null':
+            return
+        a, b = get(p)
+        v = _flat(outputs[0] if use_out else inputs[0])
+        bwd_gpu.launch(v.size, v, _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add', a, b)
+
+    forward.kernels = (fwd_cpu, bwd_cpu)
+    return {'cpu': forward, 'gpu': forward_gpu}, {'cpu': backward, 'gpu': backward_gpu}
+
+
+def make_binary(f, dfa, dfb):
+    """Forward/backward for same-shape ``y = f(a, b)`` on every device.
+
+    Parameters
+    ----------
+    f : njit function (x, y) -> out
+    dfa, dfb : njit functions (x, y) -> d out / d x and d out / d y
+
+    Returns
+    -------
+    (forward, backward) dicts for :class:`OpDef`.
+    """
+    @njit(**JIT)
+    def fwd_cpu(x, y, out):
+        for i in range(x.size):
+            out[i] = f(x[i], y[i])
+
+    @njit(**JIT)
+    def bwd_cpu(x, y, og, ga, gb, mode_a, mode_b):
+        # mode: 0 null, 1 write, 2 add
+        for i in range(x.size):
+            if mode_a == 1:
+                ga[i] = og[i] * dfa(x[i], y[i])
+            elif mode_a == 2:
+                ga[i] += og[i] * dfa(x[i], y[i])
+            if mode_b == 1:
+                gb[i] = og[i] * dfb(x[i], y[i])
+            elif mode_b == 2:
+                gb[i] += og[i] * dfb(x[i], y[i])
+
+    def build_fwd():
+        import_cuda(globals())
+
+        @cuda.jit
+        def k(x, y, out):
+            start, stride = cuda.grid(1), cuda.gridsize(1)
+            for i in range(start, x.size, stride):
+                out[i] = f(x[i], y[i])
+        return k
+
+    def build_bwd():
+        import_cuda(globals())
+
+        @cuda.jit
+        def k(x, y, og, ga, gb, mode_a, mode_b):
+            start, stride = cuda.grid(1), cuda.gridsize(1)
+            for i in range(start, x.size, stride):
+                if mode_a == 1:
+                    ga[i] = og[i] * dfa(x[i], y[i])
+                elif mode_a == 2:
+                    ga[i] += og[i] * dfa(x[i], y[i])
+                if mode_b == 1:
+                    gb[i] = og[i] * dfb(x[i], y[i])
+                elif mode_b == 2:
+                    gb[i] += og[i] * dfb(x[i], y[i])
+        return k
+
+    fwd_gpu, bwd_gpu = LazyCudaKernel(build_fwd), LazyCudaKernel(build_bwd)
+    modes = {'null': 0, 'write': 1, 'add': 2}
+
+    def _grads(in_grads, req, og):
+        ga = _flat(in_grads[0]) if req[0] != 'null' else og
+        gb = _flat(in_grads[1]) if req[1] != 'null' else og
+        return ga, gb, modes[req[0]], modes[req[1]]
+
+    def forward(ctx, p, inputs, outputs, aux):
+        fwd_cpu(_flat(inputs[0]), _flat(inputs[1]), _flat(outputs[0]))
+
+    def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        og = _flat(out_grads[0])
+        ga, gb, ma, mb = _grads(in_grads, req, og)
+        if ma or mb:
+            bwd_cpu(_flat(inputs[0]), _flat(inputs[1]), og, ga, gb, ma, mb)
+
+    def forward_gpu(ctx, p, inputs, outputs, aux):
+        x = _flat(inputs[0])
+        fwd_gpu.launch(x.size, x, _flat(inputs[1]), _flat(outputs[0]))
+
+    def backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        og = _flat(out_grads[0])
+        ga, gb, ma, mb = _grads(in_grads, req, og)
+        if ma or mb:
+            x = _flat(inputs[0])
+            bwd_gpu.launch(x.size, x, _flat(inputs[1]), og, ga, gb, ma, mb)
+
+    return {'cpu': forward, 'gpu': forward_gpu}, {'cpu': backward, 'gpu': backward_gpu}

@@ -1,0 +1,22 @@
+"""Shared pytest setup: hypothesis profiles and deterministic seeding."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    'ci', max_examples=25, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    'dev', max_examples=25, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'ci'))
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    import ffnumba as ff
+    ff.random.seed(0)
+    np.random.seed(0)
+    yield
