@@ -13,6 +13,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'ci'))
 
+if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':
+    # Tiny blocks, so simulated kernels cross block edges even on tiny arrays.
+    from ffnumba.ops import templates
+    templates.GPU_THREADS = 4
+
 
 @pytest.fixture(autouse=True)
 def _seed():

@@ -1,0 +1,179 @@
+"""In-process key-value stores: ``'local'`` and ``'device'``.
+
+``local`` keeps each value on the CPU; ``device`` keeps it on the context of
+the first value given for the key (MXNet reduces and updates on the GPU
+there). Both sum the per-device values of a push in a fixed order, so a run
+repeats bit for bit.
+"""
+import numpy as np
+
+from ..base import FFError, ParamError
+from ..context import Context
+from .base import KVStoreBase, _normalize
+
+__all__ = ['KVStore']
+
+
+def _copy_into(dst, src):
+    """``dst[:] = src`` for NDArrays, without a temporary on the CPU."""
+    if dst is src:
+        return
+    if dst.shape != src.shape:
+        raise FFError('KVStore: shape mismatch, stored value %s, output %s'
+                      % (src.shape, dst.shape))
+    if dst.context.device_type != 'gpu' and src.context.device_type != 'gpu':
+        dst.handle[...] = src.handle
+    else:
+        src.copyto(dst)
+
+
+class KVStore(KVStoreBase):
+    """A single-process key-value store (MXNet ``kv.create('local')``).
+
+    Parameters
+    ----------
+    kv_type : str, default 'local'
+        ``'local'`` (values kept on the CPU) or ``'device'`` (values kept on the
+        device of the first pushed value; gradient compression allowed).
+
+    Examples
+    --------
+    >>> import ffnumba as ff
+    >>> kv = ff.kv.create('local')
+    >>> kv.init(3, ff.nd.ones((2, 3)))
+    >>> kv.push(3, [ff.nd.ones((2, 3)), ff.nd.ones((2, 3))])
+    >>> out = ff.nd.zeros((2, 3)); kv.pull(3, out=out); float(out.asnumpy()[0, 0])
+    2.0
+    """
+
+    def __init__(self, kv_type='local'):
+        super().__init__(kv_type)
+        self._store = {}
+        self._buf = {}
+        self._compression = None
+        self._residual = {}
+
+    # ----------------------------------------------------------------- init
+    def init(self, key, value):
+        """Initialise ``key`` (int or str, or a list of them) with a copy of ``value``.
+
+        Raises
+        ------
+        FFError
+            For a key initialised twice or int and str keys mixed.
+        """
+        from ..ndarray import array
+        for k, vals in _normalize(key, value, 'init'):
+            self._check_key_kind(k)
+            if k in self._store:
+                raise FFError('KVStore.init: key %r is already initialized' % (k,))
+            src = vals[0]
+            ctx = src.context if self._type != 'local' else Context('cpu', 0)
+            self._store[k] = array(src, ctx=ctx, dtype=src.dtype)
+
+    def _stored(self, k, what):
+        try:
+            return self._store[k]
+        except KeyError:
+            raise FFError('KVStore.%s: key %r has not been initialized; call init first'
+                          % (what, k)) from None
+
+    # ------------------------------------------------------------ push/pull
+    def _reduce(self, k, vals, stored):
+        """Sum ``vals`` into an NDArray on the store's context."""
+        from ..ndarray import NDArray
+        if self._compression is not None:
+            vals = [self._compress(k, i, v) for i, v in enumerate(vals)]
+        cpu = stored.context.device_type != 'gpu'
+        if cpu and all(v.context.device_type != 'gpu' for v in vals):
+            if len(vals) == 1 and self._updater is not None:
+                return vals[0]
+            buf = self._buf.get(k)
+            if buf is None or buf.shape != stored.shape or buf.dtype != stored.handle.dtype:
+                buf = np.empty(stored.shape, stored.handle.dtype)
+                self._buf[k] = buf
+            for v in vals:
+                if v.shape != stored.shape:
+                    raise FFError('KVStore.push: key %r has shape %s but a pushed value has '
+                                  'shape %s' % (k, stored.shape, v.shape))
+            np.copyto(buf, vals[0].handle)
+            for v in vals[1:]:
+                np.add(buf, v.handle, out=buf)
+            return NDArray(buf, stored.context)
+        total = vals[0].as_in_context(stored.context).copy()
+        for v in vals[1:]:
+            total += v.as_in_context(stored.context)
+        return total
+
+    def push(self, key, value, priority=0):
+        """Sum ``value`` (one NDArray per device) into ``key``.
+
+        With an updater set, ``updater(key, sum, stored)`` runs; otherwise the
+        sum replaces the stored value. ``priority`` is accepted and ignored
+        (pushes run in call order).
+        """
+        for k, vals in _normalize(key, value, 'push'):
+            stored = self._stored(k, 'push')
+            merged = self._reduce(k, vals, stored)
+            if self._updater is not None:
+                self._updater(k, merged, stored)
+            else:
+                _copy_into(stored, merged)
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy the stored value of ``key`` into every array of ``out``."""
+        if out is None:
+            raise FFError('KVStore.pull: `out` is required')
+        for k, outs in _normalize(key, out, 'pull'):
+            stored = self._stored(k, 'pull')
+            for o in outs:
+                _copy_into(o, stored)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """``push(key, value)`` then ``pull(key, out)`` (into ``value`` if ``out`` is None)."""
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority=0):
+        """``init(key, value)`` then ``pull(key, out)``."""
+        self.init(key, value)
+        self.pull(key, out, priority)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Pull the rows ``row_ids`` (dense storage: every row is copied)."""
+        self.pull(key, out, priority)
+
+    # --------------------------------------------------------- compression
+    def set_gradient_compression(self, compression_params):
+        """Enable 2-bit gradient compression (``'device'`` stores only).
+
+        Parameters
+        ----------
+        compression_params : dict
+            ``{'type': '2bit', 'threshold': t}`` with ``t > 0`` (default 0.5).
+            Each pushed value ``g`` becomes ``q = t*sign(r+g)`` where
+            ``|r+g| >= t`` and 0 elsewhere; the residual ``r <- r+g-q`` is kept
+            per key and device (Seide et al. 2014, 1-bit SGD; MXNet 2bit).
+        """
+        if self._type == 'local':
+            return super().set_gradient_compression(compression_params)
+        params = dict(compression_params or {})
+        if params.get('type') != '2bit':
+            raise ParamError("KVStore: `type` must be '2bit'. Received: type=%r"
+                             % (params.get('type'),))
+        t = float(params.get('threshold', 0.5))
+        if not t > 0:
+            raise ParamError('KVStore: `threshold` must be > 0. Received: threshold=%r' % t)
+        self._compression = t
+
+    def _compress(self, k, i, v):
+        from ..ndarray import array
+        t = self._compression
+        g = v.asnumpy()
+        r = self._residual.get((k, i))
+        if r is None:
+            r = np.zeros_like(g)
+        acc = r + g
+        q = np.where(acc >= t, t, np.where(acc <= -t, -t, 0)).astype(g.dtype)
+        self._residual[(k, i)] = acc - q
+        return array(q, ctx=v.context, dtype=g.dtype)
