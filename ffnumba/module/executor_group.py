@@ -1,0 +1,561 @@
+"""Data parallelism: one executor per context, the batch split between them.
+
+:class:`DataParallelExecutorGroup` binds one executor per context, each on a
+slice of the batch chosen by :func:`_split_input_slice` (MXNet's rule), runs
+them concurrently in threads for CPU contexts (numba kernels and BLAS release
+the GIL), merges their outputs along the batch axis and leaves the per-device
+gradients for the kvstore to reduce (reference ``mxnet_api.md`` section 8).
+"""
+import logging
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..base import FFError, ShapeError
+
+__all__ = ['DataParallelExecutorGroup', '_split_input_slice']
+
+
+def _split_input_slice(batch_size, work_load_list):
+    """Split ``batch_size`` samples into consecutive slices by workload.
+
+    Device ``i`` gets ``round(w_i * batch_size / sum(w))`` samples (Python's
+    round-half-to-even); a shortfall goes to the last device; slices are laid
+    consecutively and clipped at ``batch_size`` (MXNet ``executor_manager``).
+
+    Parameters
+    ----------
+    batch_size : int
+        Number of samples in a batch.
+    work_load_list : list of float
+        Relative workload of each device.
+
+    Returns
+    -------
+    list of slice
+
+    Raises
+    ------
+    ValueError
+        ``'Too many slices. Some splits are empty.'`` when a device would get
+        no sample.
+
+    Examples
+    --------
+    >>> _split_input_slice(7, [1, 2])
+    [slice(0, 2, None), slice(2, 7, None)]
+    """
+    total = sum(work_load_list)
+    counts = [round(w * batch_size / total) for w in work_load_list]
+    short = batch_size - sum(counts)
+    if short > 0:
+        counts[-1] += short
+    slices = []
+    end = 0
+    for n in counts:
+        begin = int(min(end, batch_size))
+        end = int(min(begin + n, batch_size))
+        if begin >= end:
+            raise ValueError('Too many slices. Some splits are empty.')
+        slices.append(slice(begin, end))
+    return slices
+
+
+_POOL = {'pool': None, 'size': 0}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(n):
+    """A persistent thread pool with at least ``n`` workers."""
+    with _POOL_LOCK:
+        if _POOL['size'] < n:
+            old = _POOL['pool']
+            _POOL['pool'] = ThreadPoolExecutor(max_workers=max(n, os.cpu_count() or 1),
+                                               thread_name_prefix='ffnumba-exec')
+            _POOL['size'] = max(n, os.cpu_count() or 1)
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL['pool']
+
+
+def _host(x):
+    """A numpy view of an NDArray on the CPU, or the array itself."""
+    from ..ndarray import NDArray
+    if isinstance(x, NDArray):
+        return x.handle if x.context.device_type != 'gpu' else x.asnumpy()
+    return np.asarray(x)
+
+
+def _take(a, axis, slc):
+    if axis == 0:
+        return a[slc]
+    idx = [slice(None)] * a.ndim
+    idx[axis] = slc
+    return a[tuple(idx)]
+
+
+def _load(src, dst, axis, slc, name):
+    """Copy the ``slc`` part of ``src`` along ``axis`` into the NDArray ``dst``."""
+    a = _host(src)
+    part = _take(a, axis, slc) if axis >= 0 else a
+    if part.shape != dst.shape:
+        raise ShapeError('Executor group: input %r has shape %s for this device but the '
+                         'executor was bound with %s; call reshape or bind with the new shapes'
+                         % (name, part.shape, dst.shape))
+    if dst.context.device_type != 'gpu':
+        dst.handle[...] = part
+    else:
+        dst._set(part)
+
+
+def _batch_axis(desc):
+    layout = getattr(desc, 'layout', None)
+    if layout is None:
+        return 0
+    return layout.find('N')
+
+
+def _merge(per_device, axis):
+    """Concatenate one output's per-device arrays along ``axis``."""
+    from ..ndarray import NDArray, concatenate
+    if len(per_device) == 1 or axis < 0:
+        return per_device[0]
+    if all(t.context.device_type != 'gpu' for t in per_device):
+        return NDArray(np.concatenate([t.handle for t in per_device], axis=axis),
+                       per_device[0].context)
+    ctx = per_device[0].context
+    return concatenate([t.as_in_context(ctx) for t in per_device], axis=axis)
+
+
+def _merge_multi_context(outputs, major_axis):
+    return [_merge(tensors, axis) for tensors, axis in zip(outputs, major_axis)]
+
+
+class DataParallelExecutorGroup:
+    """One executor per context, each bound on its slice of the batch.
+
+    Parameters
+    ----------
+    symbol : Symbol
+    contexts : list of Context
+    workload : list of float
+        Relative share of the batch for each context.
+    data_shapes, label_shapes : list of DataDesc
+        ``label_shapes`` may be None.
+    param_names : list of str
+        Arguments that are parameters (updated by the optimizer).
+    for_training : bool
+    inputs_need_grad : bool
+        Whether the data arguments get gradients.
+    shared_group : DataParallelExecutorGroup, optional
+        Share parameter and gradient memory with this group (bucketing,
+        rebinding).
+    logger : logging.Logger
+    fixed_param_names : list of str, optional
+        Parameters with ``grad_req='null'``.
+    grad_req : str, list or dict, default 'write'
+    state_names : list of str, optional
+        Arguments that hold state (no gradient, set by the user).
+    group2ctxs : ignored
+        Accepted for MXNet compatibility (model parallelism is not supported).
+    """
+
+    def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,
+                 for_training, inputs_need_grad, shared_group=None, logger=logging,
+                 fixed_param_names=None, grad_req='write', state_names=None, group2ctxs=None):
+        self.param_names = list(param_names)
+        self.arg_names = symbol.list_arguments()
+        self.aux_names = symbol.list_auxiliary_states()
+        self.symbol = symbol
+        self.contexts = list(contexts)
+        self.workload = list(workload)
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self.logger = logger
+        self.fixed_param_names = list(fixed_param_names or [])
+        self.state_names = list(state_names or [])
+        self.shared_group = shared_group
+        self.batch_size = None
+        self.slices = None
+        self.execs = []
+        self._output_layouts = None
+        self._default_execs = None
+        self.data_shapes = None
+        self.label_shapes = None
+        self.data_names = [d[0] for d in data_shapes]
+        self.label_names = [d[0] for d in label_shapes] if label_shapes else []
+        self.output_names = symbol.list_outputs()
+        self.grad_req = self._grad_req_dict(grad_req)
+        self.bind_exec(data_shapes, label_shapes, shared_group)
+
+    # ------------------------------------------------------------ binding
+    def _grad_req_dict(self, grad_req):
+        names = self.arg_names
+        if not self.for_training:
+            return {k: 'null' for k in names}
+        if isinstance(grad_req, str):
+            out = {}
+            for k in names:
+                if k in self.param_names:
+                    out[k] = 'null' if k in self.fixed_param_names else grad_req
+                elif k in self.data_names:
+                    out[k] = grad_req if self.inputs_need_grad else 'null'
+                else:
+                    out[k] = 'null'
+            return out
+        if isinstance(grad_req, (list, tuple)):
+            if len(grad_req) != len(names):
+                raise FFError('Executor group: grad_req list has %d entries but the symbol has '
+                              '%d arguments' % (len(grad_req), len(names)))
+            return dict(zip(names, grad_req))
+        if isinstance(grad_req, dict):
+            out = {k: 'null' for k in names}
+            for k in names:
+                if k in self.param_names:
+                    out[k] = 'null' if k in self.fixed_param_names else 'write'
+                elif k in self.data_names:
+                    out[k] = 'write' if self.inputs_need_grad else 'null'
+            out.update(grad_req)
+            return out
+        raise FFError('Executor group: grad_req must be a str, list or dict. Received: '
+                      'grad_req=%r' % (grad_req,))
+
+    def decide_slices(self, data_shapes):
+        """Find the batch size from the layouts and split it by workload."""
+        batch = None
+        for desc in data_shapes:
+            axis = _batch_axis(desc)
+            if axis == -1:
+                continue
+            size = desc[1][axis]
+            if batch is None:
+                batch = size
+            elif size != batch:
+                raise ShapeError('Executor group: all data must have the same batch size: '
+                                 'batch_size = %d, but %s has shape %s'
+                                 % (batch, desc[0], tuple(desc[1])))
+        self.batch_size = batch
+        self.slices = _split_input_slice(batch, self.workload)
+        return [_batch_axis(d) for d in data_shapes]
+
+    def _sliced_shape(self, shapes, i, axes):
+        from ..io import DataDesc
+        out = []
+        for desc, axis in zip(shapes, axes):
+            shape = list(desc[1])
+            if axis >= 0:
+                shape[axis] = self.slices[i].stop - self.slices[i].start
+            out.append(DataDesc(desc[0], tuple(shape), getattr(desc, 'dtype', np.float32),
+                                getattr(desc, 'layout', 'NCHW')))
+        return out
+
+    def _bind_ith_exec(self, i, data_shapes, label_shapes, shared_group):
+        """Bind the executor of context ``i``, sharing memory with ``shared_group``."""
+        from ..context import check_device
+        ctx = self.contexts[i]
+        check_device(ctx)
+        descs = self._sliced_shape(data_shapes, i, self.data_layouts)
+        if label_shapes is not None:
+            descs = descs + self._sliced_shape(label_shapes, i, self.label_layouts)
+        shapes = {d[0]: tuple(d[1]) for d in descs}
+        type_dict = {d[0]: getattr(d, 'dtype', np.float32) for d in descs}
+        shared = shared_group.execs[i] if shared_group is not None else None
+        if shared is None:
+            return self.symbol.simple_bind(ctx, grad_req=self.grad_req, type_dict=type_dict,
+                                           **shapes)
+        return self._bind_shared(ctx, shapes, type_dict, shared)
+
+    def _bind_shared(self, ctx, shapes, type_dict, shared):
+        from .. import ndarray as nd
+        arg_shapes, _, aux_shapes = self.symbol.infer_shape(**shapes)
+        arg_types, _, aux_types = self.symbol.infer_type(**type_dict)
+        if arg_shapes is None or arg_types is None:
+            raise ShapeError('Executor group: cannot infer the shapes of %s from %s'
+                             % (self.arg_names, shapes))
+        args, grads = {}, {}
+        for name, shp, dt in zip(self.arg_names, arg_shapes, arg_types):
+            old = shared.arg_dict.get(name)
+            if name in self.param_names and old is not None and old.shape == tuple(shp):
+                args[name] = old
+            else:
+                args[name] = nd.zeros(shp, ctx, dtype=dt)
+            if self.grad_req.get(name, 'null') != 'null':
+                g = shared.grad_dict.get(name)
+                if name in self.param_names and g is not None and g.shape == tuple(shp):
+                    grads[name] = g
+                else:
+                    grads[name] = nd.zeros(shp, ctx, dtype=dt)
+        aux = {}
+        for name, shp, dt in zip(self.aux_names, aux_shapes, aux_types):
+            old = shared.aux_dict.get(name)
+            aux[name] = old if old is not None and old.shape == tuple(shp) else \
+                nd.zeros(shp, ctx, dtype=dt)
+        return self.symbol.bind(ctx, args, args_grad=grads or None, grad_req=self.grad_req,
+                                aux_states=aux, shared_exec=shared)
+
+    def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
+        """Bind (or, with ``reshape=True``, reshape) every executor."""
+        self.data_layouts = self.decide_slices(data_shapes)
+        self.label_layouts = [_batch_axis(d) for d in label_shapes] if label_shapes else []
+        if label_shapes:
+            for desc, axis in zip(label_shapes, self.label_layouts):
+                if axis >= 0 and desc[1][axis] != self.batch_size:
+                    raise ShapeError('Executor group: label %r has batch size %d but the data '
+                                     'has %d' % (desc[0], desc[1][axis], self.batch_size))
+        if reshape:
+            for i, exe in enumerate(self.execs):
+                descs = self._sliced_shape(data_shapes, i, self.data_layouts)
+                if label_shapes is not None:
+                    descs += self._sliced_shape(label_shapes, i, self.label_layouts)
+                self.execs[i] = self._default_execs[i].reshape(
+                    allow_up_sizing=True, **{d[0]: tuple(d[1]) for d in descs})
+        else:
+            self.execs = [self._bind_ith_exec(i, data_shapes, label_shapes, shared_group)
+                          for i in range(len(self.contexts))]
+        self.data_shapes = list(data_shapes)
+        self.label_shapes = list(label_shapes) if label_shapes is not None else None
+        self._collect_arrays()
+
+    def reshape(self, data_shapes, label_shapes):
+        """Reshape the executors for new input shapes (memory shared with the originals)."""
+        if list(data_shapes) == self.data_shapes and (
+                label_shapes is None or list(label_shapes) == self.label_shapes):
+            return
+        if self._default_execs is None:
+            self._default_execs = list(self.execs)
+        self.bind_exec(data_shapes, label_shapes, reshape=True)
+
+    def _collect_arrays(self):
+        ex = self.execs
+        self.data_arrays = [[(self.slices[i], e.arg_dict[name]) for i, e in enumerate(ex)]
+                            for name in self.data_names]
+        self.state_arrays = [[e.arg_dict[name] for e in ex] for name in self.state_names]
+        if self.label_shapes is not None:
+            self.label_arrays = [[(self.slices[i], e.arg_dict[name]) for i, e in enumerate(ex)]
+                                 for name in self.label_names if name in ex[0].arg_dict]
+        else:
+            self.label_arrays = None
+        self.param_arrays = [[e.arg_arrays[i] for e in ex]
+                             for i, name in enumerate(self.arg_names) if name in self.param_names]
+        if self.for_training:
+            self.grad_arrays = [[e.grad_arrays[i] for e in ex]
+                                for i, name in enumerate(self.arg_names)
+                                if name in self.param_names]
+        else:
+            self.grad_arrays = None
+        data_idx = [self.arg_names.index(n) for n in self.data_names]
+        if self.inputs_need_grad:
+            self.input_grad_arrays = [[e.grad_arrays[i] for e in ex] for i in data_idx]
+        else:
+            self.input_grad_arrays = None
+        self.aux_arrays = [[e.aux_arrays[i] for e in ex] for i in range(len(self.aux_names))]
+        if self._output_layouts is None:
+            self._output_layouts = []
+            for i in range(len(self.output_names)):
+                layout = None
+                try:
+                    layout = self.symbol[i].attr('__layout__')
+                except Exception:  # a symbol without attr support: default axis 0
+                    layout = None
+                self._output_layouts.append(layout.find('N') if layout else 0)
+
+    # ------------------------------------------------------------ params
+    def set_params(self, arg_params, aux_params, allow_extra=False):
+        """Copy ``arg_params``/``aux_params`` into every executor."""
+        for exe in self.execs:
+            exe.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
+
+    def get_params(self, arg_params, aux_params):
+        """Write the mean of the device copies into ``arg_params``/``aux_params``."""
+        for names, blocks, dst in ((self.param_names, self.param_arrays, arg_params),
+                                   (self.aux_names, self.aux_arrays, aux_params)):
+            for name, block in zip(names, blocks):
+                if len(block) == 1:
+                    val = _host(block[0])
+                else:
+                    val = _host(block[0]).astype(np.float64)
+                    for w in block[1:]:
+                        val = val + _host(w)
+                    val = val / len(block)
+                target = dst[name]
+                if target.context.device_type != 'gpu':
+                    target.handle[...] = val
+                else:
+                    target._set(val)
+
+    # ----------------------------------------------------------- compute
+    def _run(self, fn):
+        """Run ``fn(i)`` for each device; concurrently when there are several."""
+        n = len(self.execs)
+        if n == 1:
+            fn(0)
+            return
+        pool = _pool(n - 1)
+        futures = [pool.submit(fn, i) for i in range(1, n)]
+        err = None
+        try:
+            fn(0)
+        except BaseException as e:  # wait for the others before raising
+            err = e
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as e:
+                err = err or e
+        if err is not None:
+            raise err
+
+    def _loader(self, data_batch):
+        """Return ``load(i)`` copying device ``i``'s slice of ``data_batch``."""
+        if isinstance(data_batch, (list, tuple)):
+            batches = data_batch
+
+            def load(i):
+                b = batches[i]
+                for (_, dst), name, src in zip([d[i] for d in self.data_arrays],
+                                               self.data_names, b.data):
+                    _load(src, dst, -1, None, name)
+                if self.label_arrays and b.label:
+                    for (_, dst), src in zip([la[i] for la in self.label_arrays], b.label):
+                        _load(src, dst, -1, None, 'label')
+            return load
+        data = data_batch.data
+        label = data_batch.label if self.label_arrays else None
+
+        def load(i):
+            for targets, name, src, axis in zip(self.data_arrays, self.data_names, data,
+                                                 self.data_layouts):
+                slc, dst = targets[i]
+                _load(src, dst, axis, slc, name)
+            if label:
+                for targets, name, src, axis in zip(self.label_arrays, self.label_names, label,
+                                                     self.label_layouts):
+                    slc, dst = targets[i]
+                    _load(src, dst, axis, slc, name)
+        return load
+
+    def forward(self, data_batch, is_train=None):
+        """Load each device's slice and run every executor's forward."""
+        if is_train is None:
+            is_train = self.for_training
+        load = self._loader(data_batch)
+        execs = self.execs
+
+        def step(i):
+            load(i)
+            execs[i].forward(is_train=is_train)
+        self._run(step)
+
+    def forward_backward(self, data_batch):
+        """Forward (training) and backward in one pass per device thread."""
+        load = self._loader(data_batch)
+        execs = self.execs
+
+        def step(i):
+            load(i)
+            execs[i].forward(is_train=True)
+            execs[i].backward()
+        self._run(step)
+
+    def backward(self, out_grads=None):
+        """Run backward on every executor; ``out_grads`` are sliced like outputs."""
+        if not self.for_training:
+            raise FFError('Executor group: re-bind with for_training=True to run backward')
+        if out_grads is None:
+            out_grads = []
+        elif not isinstance(out_grads, (list, tuple)):
+            out_grads = [out_grads]
+        execs = self.execs
+
+        def step(i):
+            grads = []
+            for grad, axis in zip(out_grads, self._output_layouts):
+                g = _host(grad)
+                part = _take(g, axis, self.slices[i]) if axis >= 0 else g
+                from ..ndarray import array
+                grads.append(array(part, ctx=self.contexts[i], dtype=part.dtype))
+            execs[i].backward(out_grads=grads or None)
+        self._run(step)
+
+    # ----------------------------------------------------------- results
+    def get_outputs(self, merge_multi_context=True, begin=0, end=None):
+        """Outputs per output, merged along the batch axis or per device."""
+        if end is None:
+            end = len(self.output_names)
+        outputs = [[exe.outputs[i] for exe in self.execs] for i in range(begin, end)]
+        if merge_multi_context:
+            outputs = _merge_multi_context(outputs, self._output_layouts[begin:end])
+        return outputs
+
+    def get_states(self, merge_multi_context=True):
+        """The state arrays (``state_names``), merged or per device."""
+        if merge_multi_context:
+            return _merge_multi_context(self.state_arrays, [0] * len(self.state_arrays))
+        return self.state_arrays
+
+    def set_states(self, states=None, value=None):
+        """Set the states from per-device lists of arrays, or fill with ``value``."""
+        if states is not None:
+            if value is not None:
+                raise FFError('set_states: give either states or value, not both')
+            for src_list, dst_list in zip(states, self.state_arrays):
+                for src, dst in zip(src_list, dst_list):
+                    _load(src, dst, -1, None, 'state')
+        else:
+            if value is None:
+                raise FFError('set_states: give states or value')
+            for dst_list in self.state_arrays:
+                for dst in dst_list:
+                    dst[:] = value
+
+    def get_input_grads(self, merge_multi_context=True):
+        """Gradients of the data inputs (bind with ``inputs_need_grad=True``)."""
+        if not self.inputs_need_grad:
+            raise FFError('get_input_grads: bind with inputs_need_grad=True first')
+        if merge_multi_context:
+            return _merge_multi_context(self.input_grad_arrays, self.data_layouts)
+        return self.input_grad_arrays
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        """Update ``eval_metric`` once per device with its slice of the labels."""
+        from ..ndarray import NDArray
+        for i, exe in enumerate(self.execs):
+            if pre_sliced:
+                labels_slice = labels[i]
+            else:
+                labels_slice = []
+                for label, axis in zip(labels, self.label_layouts or [0] * len(labels)):
+                    if axis == 0 and isinstance(label, NDArray) and label.context.device_type \
+                            != 'gpu':
+                        labels_slice.append(NDArray(label.handle[self.slices[i]],
+                                                    label.context))
+                    elif axis >= 0:
+                        labels_slice.append(NDArray(np.ascontiguousarray(
+                            _take(_host(label), axis, self.slices[i]))))
+                    else:
+                        labels_slice.append(label)
+            preds = exe.outputs
+            if hasattr(eval_metric, 'update_dict'):
+                eval_metric.update_dict(OrderedDict(zip(self.label_names, labels_slice)),
+                                        OrderedDict(zip(self.output_names, preds)))
+            else:
+                eval_metric.update(labels_slice, preds)
+
+    def get_output_shapes(self):
+        """Output shapes with the full batch size restored on the batch axis."""
+        shapes = [o.shape for o in self.execs[0].outputs]
+        out = []
+        for name, shape, axis in zip(self.output_names, shapes, self._output_layouts):
+            shape = list(shape)
+            if axis >= 0 and shape:
+                shape[axis] = self.batch_size
+            out.append((name, tuple(shape)))
+        return out
+
+    def install_monitor(self, mon):
+        """Install ``mon`` on every executor."""
+        for exe in self.execs:
+            mon.install(exe)
