@@ -1,5 +1,40 @@
-"""ffnumba: MXNet 1.x's symbolic deep-learning stack on numba."""
+"""ffnumba: MXNet 1.x's symbolic deep-learning stack on numba.
+
+``import ffnumba as ff`` gives MXNet 1.x's Python API: ``ff.sym`` (graphs),
+``ff.nd`` (arrays), ``ff.mod`` and ``ff.FeedForward`` (training), ``ff.init``,
+``ff.optimizer``, ``ff.lr_scheduler``, ``ff.metric``, ``ff.io``,
+``ff.callback``, ``ff.kv``, ``ff.monitor``, ``ff.datasets`` and
+``ff.testing``. Every user-facing error derives from :class:`ff.base.FFError`.
+"""
+__version__ = '0.1.0'
+
 from . import base
 from .base import FFError, MXNetError
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from . import context
 from . import random
+from . import ndarray
+from . import ndarray as nd
+from . import ops
+from . import symbol
+from . import symbol as sym
+from . import name
+from .attribute import AttrScope
+from . import executor
+from . import initializer
+from . import initializer as init
+from . import optimizer
+from . import lr_scheduler
+from . import metric
+from . import io
+from . import callback
+from . import kvstore
+from . import kvstore as kv
+from . import monitor
+from . import monitor as mon
+from . import model
+from .model import FeedForward
+from . import module
+from . import module as mod
+from . import datasets
+from . import testing

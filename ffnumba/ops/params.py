@@ -179,6 +179,8 @@ class Params:
             if isinstance(val, Field):
                 val.name = name
                 fields[name] = val
+                # drop the class attribute so ``p.name`` reaches __getattr__ (the value)
+                delattr(cls, name)
         cls._fields = fields
 
     @classmethod

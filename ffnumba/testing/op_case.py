@@ -85,6 +85,10 @@ class OpCase:
             cls.test_gpu_consistency = None   # nothing to compare: pytest skips non-callables
         if cls.nondifferentiable:
             cls.test_gradient = None
+        elif 'test_gradient' not in vars(cls):
+            # A fresh hypothesis wrapper per subclass: hypothesis refuses one @given
+            # function run from several test classes.
+            cls.test_gradient = given(data=st.data())(OpCase._gradient_case)
 
     # ------------------------------------------------------------ overridable
     def cases(self):
@@ -162,13 +166,14 @@ class OpCase:
                                         names=('%s output %d (%s, %s)' % (self.op, i, p, dt),
                                                'reference'))
 
-    @given(data=st.data())
-    def test_gradient(self, data):
+    def _gradient_case(self, data):
         p, shapes = data.draw(self.cases())
         s, loc, aux, _ = self._setup(p, shapes, seed=data.draw(st.integers(0, 2 ** 16)))
         check_numeric_gradient(s, loc, aux, numeric_eps=self.numeric_eps, rtol=self.grad_rtol,
                                atol=self.grad_atol, grad_nodes=self.grad_nodes,
                                loss=self._loss_fn(p), is_train=self.is_train)
+
+    test_gradient = None   # set per subclass in __init_subclass__
 
     def test_grad_req_add(self):
         for p, shapes in self._all_cases()[:2]:
