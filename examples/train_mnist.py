@@ -47,7 +47,7 @@ def main():
     train_time = time.time() - tic
     acc = model.score(X_test, y_test)
     model.save(args.prefix, args.epochs)
-    again = ff.FeedForward.load(args.prefix, args.epochs)
+    again = ff.FeedForward.load(args.prefix, args.epochs, numpy_batch_size=args.batch_size)
     reloaded = again.score(X_test, y_test)
     print('final test accuracy: %.4f (reloaded checkpoint: %.4f)' % (acc, reloaded))
     print('training: %d epochs of %d images in %.2f s = %.0f samples/s on %d context(s)'
