@@ -182,8 +182,9 @@ def create(metric, *args, **kwargs):
     ----------
     metric : str, callable, list, dict or EvalMetric
         A registered name (``'acc'``, ``'ce'``, ``'top_k_accuracy'``, ...), a
-        function ``feval(label, pred)`` (becomes a :class:`CustomMetric`), or a
-        list of any of these (becomes a :class:`CompositeEvalMetric`).
+        function ``feval(label, pred)`` (becomes a :class:`CustomMetric`), a
+        list of any of these (becomes a :class:`CompositeEvalMetric`), or a
+        :meth:`EvalMetric.get_config` dict.
 
     Raises
     ------
@@ -197,12 +198,6 @@ def create(metric, *args, **kwargs):
         for child in metric:
             composite.add(create(child, *args, **kwargs))
         return composite
-    if isinstance(metric, dict) and 'metric' in metric:
-        config = dict(metric)
-        klass = config.pop('metric')
-        if 'metrics' in config:
-            config['metrics'] = [create(c) for c in config['metrics']]
-        return _create(klass, **config)
     return _create(metric, *args, **kwargs)
 
 
@@ -514,7 +509,7 @@ class Perplexity(EvalMetric):
         loss, num = 0., 0
         for label, pred in zip(labels, preds):
             label, pred = _host(label), _host(pred)
-            if label.size != pred.size / pred.shape[-1]:
+            if pred.ndim == 0 or label.size * pred.shape[self.axis] != pred.size:
                 raise ShapeError('Perplexity: shape mismatch: %s vs. %s'
                                  % (label.shape, pred.shape))
             label = label.reshape(label.size)
