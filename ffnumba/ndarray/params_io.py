@@ -10,7 +10,7 @@ Layout (little-endian), as MXNet 1.x writes it::
         [int32 ndim, int64 dims]                storage shape (sparse only)
         int32  ndim, int64 dims[ndim]           shape; V2 ndim 0 / V3 ndim -1: no data, record ends
         int32  dev_type, int32 dev_id           1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared
-        int32  dtype code                       0 f32, 1 f64, 2 f16, 3 u8, 4 i32, 5 i8, 6 i64, 7 bool, 12 bf16
+        int32  dtype code                  0 f32 1 f64 2 f16 3 u8 4 i32 5 i8 6 i64 7 bool 12 bf16
         per aux array: int32 type, shape        (sparse only: row_sparse idx; csr indptr, idx)
         raw C-order data, then raw aux data
     uint64 k (0 for a list, else n), then k times uint64 length + UTF-8 name
@@ -64,8 +64,8 @@ def _host(value, what):
         ctx = value.context
         host = value.asnumpy()
         dev = (ctx.device_typeid, ctx.device_id)
-    elif isinstance(value, np.ndarray):
-        host, dev = value, (1, 0)
+    elif isinstance(value, (np.ndarray, np.generic)):
+        host, dev = np.asarray(value), (1, 0)
     else:
         raise ParamError('nd.save: %s must be an NDArray or a numpy array. Received: %r'
                          % (what, type(value).__name__))
@@ -109,7 +109,7 @@ def encode_record(arr, dev=(1, 0), np_shape=None):
 def _normalise(data):
     """(list of (host, dev), list of names or None) for what ``save`` accepts."""
     from .ndarray import NDArray
-    if isinstance(data, (NDArray, np.ndarray)):
+    if isinstance(data, (NDArray, np.ndarray, np.generic)):
         return [_host(data, 'data')], None
     if isinstance(data, dict):
         names, arrays = [], []

@@ -1,0 +1,15 @@
+"""``ff.optimizer``: MXNet's optimizers as fused numba updates, and the Updater.
+
+``create('adam', learning_rate=0.01)`` finds an optimizer by name (any case);
+``get_updater(opt)`` applies it to (index, grad, weight) triples and saves its
+states in a safe (non-pickle) format.
+"""
+from .base import Optimizer, register, create, get_registry_names
+from .sgd import SGD, ccSGD, NAG, Signum, SGLD, DCASGD
+from .adam import Adam, Adamax, Nadam, FTML
+from .adaptive import AdaGrad, RMSProp, AdaDelta, Ftrl
+from .updater import Updater, get_updater, import_mxnet_states
+
+__all__ = ['Optimizer', 'register', 'create', 'get_registry_names', 'SGD', 'ccSGD', 'NAG',
+           'Signum', 'SGLD', 'DCASGD', 'Adam', 'Adamax', 'Nadam', 'FTML', 'AdaGrad',
+           'RMSProp', 'AdaDelta', 'Ftrl', 'Updater', 'get_updater', 'import_mxnet_states']

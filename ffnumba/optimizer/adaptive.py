@@ -1,0 +1,237 @@
+"""Per-coordinate adaptive optimizers: AdaGrad, RMSProp, AdaDelta, Ftrl (MXNet names).
+
+Their states are float32 whatever the weight dtype, as MXNet creates them.
+
+* AdaGrad:  ``g^ = clip(r g)``; ``h <- h + g^2``; ``w <- w - lr (g^/sqrt(h + eps) + wd w)``.
+* RMSProp:  ``g^ = clip(r g + wd w)``; ``n <- (1-g1) g^2 + g1 n``; ``w <- w - lr g^/sqrt(n + eps)``;
+  centered: ``gm <- (1-g1) g^ + g1 gm``; ``D <- g2 D - lr g^/sqrt(n - gm^2 + eps)``; ``w <- w + D``;
+  then ``w`` is clipped to ``[-clip_weights, clip_weights]`` when that is set.
+* AdaDelta: ``g^ = clip(r g)``; ``A <- rho A + (1-rho) g^2``;
+  ``d = sqrt(D + eps)/sqrt(A + eps) g^``; ``D <- rho D + (1-rho) d^2``; ``w <- w - d - wd w``.
+  No learning rate. As MXNet, the caller's gradient array is scaled by ``r`` in place.
+* Ftrl:     ``g^ = clip(r g)``; ``z <- z + g^ - (sqrt(n + g^2) - sqrt(n)) w/lr``; ``n <- n + g^2``;
+  ``w <- (sign(z) lamda1 - z)/((beta + sqrt(n))/lr + wd)`` where ``|z| > lamda1``, else 0.
+
+Sources: Duchi et al., "Adaptive subgradient methods" (JMLR 2011); Tieleman &
+Hinton, Lecture 6.5 (2012) and Graves, "Generating sequences with recurrent
+neural networks" (2013, centered); Zeiler, "ADADELTA" (2012); McMahan et
+al., "Ad click prediction" (KDD 2013); MXNet 1.x ``optimizer.py``.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from .base import Optimizer, register, check_unit, check_nonneg, as_nd, _zeros
+from .kernels import clip, make_update
+
+__all__ = ['AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl']
+
+
+# hp = (lr, wd, rescale_grad, clip_gradient, ...)
+@njit
+def _adagrad_step(w, g, h, b, c, hp):
+    gg = clip(hp[2] * g, hp[3])
+    h = h + gg * gg
+    return w + (gg / math.sqrt(h + hp[4]) + w * hp[1]) * -hp[0], g, h, b, c
+
+
+# hp = (lr, wd, r, clip, gamma1, gamma2, epsilon, clip_weights)
+@njit
+def _rmsprop_step(w, g, n, b, c, hp):
+    gg = clip(hp[2] * g + hp[1] * w, hp[3])
+    n = (1.0 - hp[4]) * gg * gg + hp[4] * n
+    return clip(w - hp[0] * gg / math.sqrt(n + hp[6]), hp[7]), g, n, b, c
+
+
+@njit
+def _rmsprop_centered_step(w, g, n, gm, d, hp):
+    g1 = hp[4]
+    gg = clip(hp[2] * g + hp[1] * w, hp[3])
+    n = (1.0 - g1) * gg * gg + g1 * n
+    gm = (1.0 - g1) * gg + g1 * gm
+    d = hp[5] * d - hp[0] * (gg / math.sqrt(n - gm * gm + hp[6]))
+    return clip(w + d, hp[7]), g, n, gm, d
+
+
+# hp = (wd, r, clip, rho, epsilon)
+@njit
+def _adadelta_step(w, g, acc_g, acc_d, c, hp):
+    gs = hp[1] * g
+    gg = clip(gs, hp[2])
+    rho = hp[3]
+    acc_g = rho * acc_g + (1.0 - rho) * gg * gg
+    delta = math.sqrt(acc_d + hp[4]) / math.sqrt(acc_g + hp[4]) * gg
+    acc_d = rho * acc_d + (1.0 - rho) * delta * delta
+    return w - (delta + hp[0] * w), gs, acc_g, acc_d, c
+
+
+# hp = (lr, wd, r, clip, lamda1, beta)
+@njit
+def _ftrl_step(w, g, z, n, c, hp):
+    lr, lam = hp[0], hp[4]
+    gg = clip(hp[2] * g, hp[3])
+    z = z + gg - (math.sqrt(n + gg * gg) - math.sqrt(n)) * w / lr
+    n = n + gg * gg
+    if abs(z) > lam:
+        s = 1.0 if z > 0.0 else -1.0
+        w = (s * lam - z) / ((hp[5] + math.sqrt(n)) / lr + hp[1])
+    else:
+        w = 0.0 * w
+    return w, g, z, n, c
+
+
+_ADAGRAD = make_update(_adagrad_step, 'AdaGrad')
+_RMSPROP = make_update(_rmsprop_step, 'RMSProp')
+_RMSPROP_C = make_update(_rmsprop_centered_step, 'RMSProp')
+_ADADELTA = make_update(_adadelta_step, 'AdaDelta')
+_FTRL = make_update(_ftrl_step, 'Ftrl')
+
+
+def _f32(weight):
+    return _zeros(weight, np.float32)
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad (MXNet ``AdaGrad``): steps scaled by the accumulated squared gradients.
+
+    Parameters
+    ----------
+    eps : float, default 1e-7
+        Added inside the square root (>= 0).
+    **kwargs
+        See :class:`~ffnumba.optimizer.Optimizer`.
+
+    State: the float32 history of squared gradients.
+    """
+
+    _clip_rule = 'not_none'
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = check_nonneg('AdaGrad', 'eps', eps)
+
+    def create_state(self, index, weight):
+        return _f32(weight)
+
+    def update(self, index, weight, grad, state):
+        weight, grad = as_nd(weight), as_nd(grad)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        _ADAGRAD(weight, grad, (state,), (lr, wd, self.rescale_grad, self._clip(),
+                                          self.float_stable_eps))
+
+
+@register
+class RMSProp(Optimizer):
+    """RMSProp, plain (Tieleman & Hinton) or centered (Graves) (MXNet ``RMSProp``).
+
+    Parameters
+    ----------
+    learning_rate : float, default 0.001
+    gamma1 : float, default 0.9
+        Decay of the moving averages, in [0, 1).
+    gamma2 : float, default 0.9
+        Momentum of the centered version, in [0, 1).
+    epsilon : float, default 1e-8
+    centered : bool, default False
+    clip_weights : float, optional
+        Clip weights to ``[-clip_weights, clip_weights]`` after the update (when truthy).
+    **kwargs
+        See :class:`~ffnumba.optimizer.Optimizer`.
+
+    State: ``(n,)``, or ``(n, g, delta)`` when centered; float32.
+    """
+
+    def __init__(self, learning_rate=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
+                 centered=False, clip_weights=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1 = check_unit('RMSProp', 'gamma1', gamma1)
+        self.gamma2 = check_unit('RMSProp', 'gamma2', gamma2)
+        self.centered = bool(centered)
+        self.epsilon = check_nonneg('RMSProp', 'epsilon', epsilon)
+        if clip_weights is not None:
+            check_nonneg('RMSProp', 'clip_weights', clip_weights)
+        self.clip_weights = clip_weights
+
+    def create_state(self, index, weight):
+        if self.centered:
+            return (_f32(weight), _f32(weight), _f32(weight))
+        return (_f32(weight),)
+
+    def update(self, index, weight, grad, state):
+        weight, grad = as_nd(weight), as_nd(grad)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        hp = (lr, wd, self.rescale_grad, self._clip(), self.gamma1, self.gamma2, self.epsilon,
+              float(self.clip_weights) if self.clip_weights else -1.0)
+        (_RMSPROP_C if self.centered else _RMSPROP)(weight, grad, state, hp)
+
+
+@register
+class AdaDelta(Optimizer):
+    """AdaDelta (MXNet ``AdaDelta``): unit-correct steps without a learning rate.
+
+    Parameters
+    ----------
+    rho : float, default 0.9
+        Decay rate, in [0, 1).
+    epsilon : float, default 1e-5
+    **kwargs
+        See :class:`~ffnumba.optimizer.Optimizer` (``learning_rate`` is ignored).
+
+    State ``(acc_g, acc_delta)``, float32. The gradient array is scaled by
+    ``rescale_grad`` in place, as MXNet does.
+    """
+
+    _clip_rule = 'not_none'
+
+    def __init__(self, rho=0.90, epsilon=1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.rho = check_unit('AdaDelta', 'rho', rho)
+        self.epsilon = check_nonneg('AdaDelta', 'epsilon', epsilon)
+
+    def create_state(self, index, weight):
+        return (_f32(weight), _f32(weight))
+
+    def update(self, index, weight, grad, state):
+        weight, grad = as_nd(weight), as_nd(grad)
+        wd = self._get_wd(index)
+        self._update_count(index)
+        _ADADELTA(weight, grad, state, (wd, self.rescale_grad, self._clip(), self.rho,
+                                        self.epsilon), write_grad=True)
+
+
+@register
+class Ftrl(Optimizer):
+    """FTRL-Proximal (MXNet ``Ftrl``), with L1 strength ``lamda1`` and L2 ``wd``.
+
+    Parameters
+    ----------
+    lamda1 : float, default 0.01
+        L1 regularisation (>= 0).
+    learning_rate : float, default 0.1
+    beta : float, default 1
+        Added to ``sqrt(n)`` in the per-coordinate rate (>= 0).
+    **kwargs
+        See :class:`~ffnumba.optimizer.Optimizer`.
+
+    State ``(z, n)``, float32.
+    """
+
+    def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
+        super().__init__(**kwargs)
+        self.lamda1 = check_nonneg('Ftrl', 'lamda1', lamda1)
+        self.beta = check_nonneg('Ftrl', 'beta', beta)
+        self.lr = check_nonneg('Ftrl', 'learning_rate', learning_rate)
+
+    def create_state(self, index, weight):
+        return (_f32(weight), _f32(weight))
+
+    def update(self, index, weight, grad, state):
+        weight, grad = as_nd(weight), as_nd(grad)
+        self._update_count(index)
+        wd, lr = self._get_wd(index), self._get_lr(index)
+        _FTRL(weight, grad, state, (lr, wd, self.rescale_grad, self._clip(), self.lamda1,
+                                    self.beta))
