@@ -226,9 +226,8 @@ class NDArray:
             raise ShapeError('NDArray: operands could not be broadcast together: %s and %s'
                              % (self.shape, getattr(other, 'shape', ())) ) from e
         out = np.asarray(out)
-        if out.dtype != a.dtype and not isinstance(other, NDArray) and out.dtype.kind == 'f' \
-                and a.dtype.kind == 'f':
-            out = out.astype(a.dtype)
+        if out.dtype != a.dtype and not isinstance(other, NDArray):
+            out = out.astype(a.dtype)   # MXNet: an array-scalar op keeps the array's dtype
         return array(out, ctx=self._ctx, dtype=out.dtype)
 
     def _inplace(self, other, fn):
