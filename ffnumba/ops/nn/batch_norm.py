@@ -1,0 +1,509 @@
+"""Batch normalization (``BatchNorm``).
+
+Math (per channel ``c`` of axis ``axis``; mean and variance over every other axis)::
+
+    training:     mu_c = mean(x[..c..]),  var_c = mean((x - mu_c)^2)   (biased)
+    evaluation:   mu_c = moving_mean_c,   var_c = moving_var_c
+    y = gamma_c * (x - mu_c) / sqrt(var_c + eps) + beta_c
+
+With ``fix_gamma`` the scale is 1 (MXNet's CPU kernel also writes 1 into the
+``gamma`` array, and its gradient is 0). ``use_global_stats`` uses the moving
+statistics in training too.
+
+Moving statistics: ``moving = moving * momentum + batch * (1 - momentum)``
+(``batch`` is the biased batch variance for ``moving_var``). As in MXNet
+1.9.1's CPU operator (``MXNET_MKLDNN_ENABLED=0``) the update happens in the
+**backward** pass of a training step: after ``forward(is_train=True)`` and
+``backward()`` both stacks show the same moving statistics; a training forward
+alone does not change them.
+
+Gradients: through the batch statistics (``dx = gamma * invstd * (g - mean(g) -
+xhat * mean(g * xhat))``) unless ``use_global_stats``, where ``dx = gamma *
+invstd * g``. As in MXNet, a backward after an evaluation forward uses the first
+form with the moving statistics.
+
+Outputs: ``output``; with ``output_mean_var`` also ``mean`` and ``var``, where
+(as on MXNet's CPU) ``var`` holds the inverse standard deviation
+``1 / sqrt(var_c + eps)``. Without ``output_mean_var`` those two are hidden
+outputs (``num_hidden_outputs=2``) and are kept in the node state.
+
+Shapes
+------
+=============  ===============================  =============================
+input          shape                            note
+=============  ===============================  =============================
+data           (d0, ..., C at ``axis``, ...)    ndim >= 1
+gamma, beta    (C,)                             arguments
+moving_mean    (C,)                             auxiliary state, init 0
+moving_var     (C,)                             auxiliary state, init 1
+output         data.shape
+mean, var      (C,)                             only with ``output_mean_var``
+=============  ===============================  =============================
+
+Source: Ioffe & Szegedy, "Batch Normalization" (2015); MXNet 1.9.1 BatchNorm
+documentation and observed CPU behaviour.
+"""
+import functools
+import math
+
+import numpy as np
+from numba import njit, float64
+
+from ...base import ShapeError, DTypeError
+from ..params import Params, Field
+from ..registry import OpDef, register_op, shape_assign
+from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+__all__ = ['BatchNormParam', 'f16_safe']
+
+
+# ----------------------------------------------------------------- helpers
+
+def f16_safe(fn):
+    """Run a CPU compute function on float32 copies of float16 arrays.
+
+    numba's CPU backend has no float16: every float16 array in the argument
+    lists is copied to float32, the function runs, and each copy is written
+    back (outputs, gradients and in-place updated aux states alike).
+    """
+    @functools.wraps(fn)
+    def wrapped(ctx, p, *lists):
+        pairs = []
+        new = []
+        for lst in lists:
+            if isinstance(lst, (list, tuple)):
+                conv = []
+                for a in lst:
+                    if a is not None and getattr(a, 'dtype', None) == np.float16:
+                        c = a.astype(np.float32)
+                        pairs.append((a, c))
+                        a = c
+                    conv.append(a)
+                lst = conv
+            new.append(lst)
+        if not pairs:
+            return fn(ctx, p, *lists)
+        res = fn(ctx, p, *new)
+        for orig, copy in pairs:
+            orig[...] = copy
+        return res
+    return wrapped
+
+
+def _split(shape, axis):
+    """(outer, C, inner) sizes of ``shape`` around ``axis``."""
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    return outer, int(shape[axis]), inner
+
+
+class BatchNormParam(Params):
+    """Parameters of BatchNorm."""
+
+    eps = Field(float, 1e-3, 'Added to the variance before the square root.', low=0.0)
+    momentum = Field(float, 0.9, 'Decay of the moving statistics, in [0, 1].',
+                     low=0.0, high=1.0)
+    fix_gamma = Field(bool, True, 'Fix gamma to 1 (its gradient is 0).')
+    use_global_stats = Field(bool, False, 'Normalise with the moving statistics in training too.')
+    output_mean_var = Field(bool, False, 'Also output the mean and the inverse std.')
+    axis = Field(int, 1, 'The channel axis (negative counts from the end).')
+    cudnn_off = Field(bool, False, 'Ignored (MXNet: do not use cuDNN).')
+    min_calib_range = Field(float, None, 'Ignored (quantization).')
+    max_calib_range = Field(float, None, 'Ignored (quantization).')
+
+
+def _outputs(p):
+    return ['output', 'mean', 'var'] if p.output_mean_var else ['output']
+
+
+def _hidden(p):
+    return 0 if p.output_mean_var else 2
+
+
+def _axis(p, ndim):
+    ax = p.axis + ndim if p.axis < 0 else p.axis
+    if not 0 <= ax < ndim:
+        raise ShapeError('BatchNorm: `axis`=%d is out of range for data of %d dims'
+                         % (p.axis, ndim))
+    return ax
+
+
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+    ins, aux = list(in_shapes), list(aux_shapes)
+    if ins[0] is None and out_shapes and out_shapes[0] is not None:
+        ins[0] = tuple(out_shapes[0])
+    data = ins[0]
+    c_shape = None
+    if data is not None:
+        c_shape = (data[_axis(p, len(data))],)
+    else:
+        c_shape = next((s for s in ins[1:] + aux if s is not None), None)
+    if c_shape is not None:
+        shape_assign(ins, 1, c_shape, 'gamma')
+        shape_assign(ins, 2, c_shape, 'beta')
+        shape_assign(aux, 0, c_shape, 'moving_mean')
+        shape_assign(aux, 1, c_shape, 'moving_var')
+    outs = [data] + ([c_shape, c_shape] if p.output_mean_var else [])
+    return ins, outs, aux
+
+
+def _infer_type(p, in_types, aux_types):
+    """data's dtype for the output; float32 params for float16 data (MXNet)."""
+    ins, aux = list(in_types), list(aux_types)
+    dt = ins[0]
+    if dt is None:
+        return ins, [None] * len(_outputs(p)), aux
+    dt = np.dtype(dt)
+    pt = np.dtype('float32') if dt == np.float16 else dt
+    for lst, idx, names in ((ins, (1, 2), ('gamma', 'beta')),
+                            (aux, (0, 1), ('moving_mean', 'moving_var'))):
+        for i, n in zip(idx, names):
+            if lst[i] is not None and np.dtype(lst[i]) != pt:
+                raise DTypeError('BatchNorm: `%s` must have dtype %s for %s data. Received: %s'
+                                 % (n, pt, dt, np.dtype(lst[i])))
+            lst[i] = pt
+    outs = [dt] + ([pt, pt] if p.output_mean_var else [])
+    return ins, outs, aux
+
+
+# ----------------------------------------------------------------- CPU kernels
+
+@njit(**JIT)
+def _batch_stats(x, mean, var):
+    """Per-channel mean and biased variance of x (outer, C, inner)."""
+    n_out, n_c, n_in = x.shape
+    n = n_out * n_in
+    for c in range(n_c):
+        s = 0.0
+        for o in range(n_out):
+            for i in range(n_in):
+                s += x[o, c, i]
+        m = s / n
+        ss = 0.0
+        for o in range(n_out):
+            for i in range(n_in):
+                d = x[o, c, i] - m
+                ss += d * d
+        mean[c] = m
+        var[c] = ss / n
+
+
+@njit(**JIT)
+def _normalize(x, mean, var, gamma, beta, eps, y):
+    n_out, n_c, n_in = x.shape
+    for o in range(n_out):
+        for c in range(n_c):
+            scale = gamma[c] / np.sqrt(var[c] + eps)
+            shift = beta[c] - mean[c] * scale
+            for i in range(n_in):
+                y[o, c, i] = x[o, c, i] * scale + shift
+
+
+@njit(**JIT)
+def _channel_sums(x, og, mean, var, eps, sums):
+    """sums[0, c] = sum(og), sums[1, c] = sum(og * xhat)."""
+    n_out, n_c, n_in = x.shape
+    for c in range(n_c):
+        invstd = 1.0 / np.sqrt(var[c] + eps)
+        s0 = 0.0
+        s1 = 0.0
+        for o in range(n_out):
+            for i in range(n_in):
+                g = og[o, c, i]
+                s0 += g
+                s1 += g * (x[o, c, i] - mean[c]) * invstd
+        sums[0, c] = s0
+        sums[1, c] = s1
+
+
+@njit(**JIT)
+def _grad_data(x, og, mean, var, gamma, eps, sums, batch, add, gx):
+    """Data gradient; ``batch`` back-propagates through the batch statistics."""
+    n_out, n_c, n_in = x.shape
+    n = n_out * n_in
+    for o in range(n_out):
+        for c in range(n_c):
+            invstd = 1.0 / np.sqrt(var[c] + eps)
+            k = gamma[c] * invstd
+            m0 = sums[0, c] / n
+            m1 = sums[1, c] / n
+            for i in range(n_in):
+                if batch:
+                    xhat = (x[o, c, i] - mean[c]) * invstd
+                    g = k * (og[o, c, i] - m0 - xhat * m1)
+                else:
+                    g = k * og[o, c, i]
+                if add:
+                    gx[o, c, i] += g
+                else:
+                    gx[o, c, i] = g
+
+
+# ----------------------------------------------------------------- compute
+
+def _state(ctx, c, dtype):
+    st = ctx.state
+    if st.get('mean') is None or st['mean'].shape != (c,) or st['mean'].dtype != dtype:
+        st['mean'] = np.empty(c, dtype)
+        st['var'] = np.empty(c, dtype)
+        st['sums'] = np.empty((2, c), dtype)
+    return st
+
+
+@f16_safe
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    data, gamma, beta = inputs
+    o, c, i = _split(data.shape, _axis(p, data.ndim))
+    x = data.reshape(o, c, i)
+    st = _state(ctx, c, gamma.dtype)
+    if p.fix_gamma:
+        gamma[...] = 1
+    batch = ctx.is_train and not p.use_global_stats
+    if batch:
+        _batch_stats(x, st['mean'], st['var'])
+    else:
+        st['mean'][...] = aux[0]
+        st['var'][...] = aux[1]
+    st['batch'] = batch
+    _normalize(x, st['mean'], st['var'], gamma, beta, p.eps, outputs[0].reshape(o, c, i))
+    if p.output_mean_var:
+        outputs[1][...] = st['mean']
+        outputs[2][...] = 1.0 / np.sqrt(st['var'] + p.eps)
+
+
+@f16_safe
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    data, gamma, _ = inputs
+    o, c, i = _split(data.shape, _axis(p, data.ndim))
+    x = data.reshape(o, c, i)
+    og = out_grads[0].reshape(o, c, i)
+    st = ctx.state
+    if 'batch' not in st:        # backward without a forward: recompute as forward would
+        _forward_cpu(ctx, p, inputs, outputs, aux)
+    mean, var, sums = st['mean'], st['var'], st['sums']
+    _channel_sums(x, og, mean, var, p.eps, sums)
+    if req[0] != 'null':
+        # like MXNet, the data gradient goes through the batch statistics unless
+        # use_global_stats (also after an evaluation forward, with the moving stats)
+        _grad_data(x, og, mean, var, gamma, p.eps, sums, not p.use_global_stats,
+                   req[0] == 'add',
+                   in_grads[0].reshape(o, c, i))
+    if req[1] == 'write':
+        in_grads[1][...] = 0 if p.fix_gamma else sums[1]
+    elif req[1] == 'add' and not p.fix_gamma:
+        in_grads[1] += sums[1]
+    if req[2] == 'write':
+        in_grads[2][...] = sums[0]
+    elif req[2] == 'add':
+        in_grads[2] += sums[0]
+    if st['batch']:
+        m = p.momentum
+        aux[0][...] = aux[0] * m + mean * (1.0 - m)
+        aux[1][...] = aux[1] * m + var * (1.0 - m)
+
+
+# ----------------------------------------------------------------- GPU kernels
+
+#: Threads per block of the per-channel reductions (a power of two).
+RED_THREADS = 128
+
+
+def _build_gpu():
+    import_cuda(globals())
+    nt = RED_THREADS
+
+    @cuda.jit(device=True)
+    def block_sum(sm, v, tid):
+        sm[tid] = v
+        cuda.syncthreads()
+        step = nt // 2
+        while step > 0:
+            if tid < step:
+                sm[tid] += sm[tid + step]
+            cuda.syncthreads()
+            step //= 2
+        r = sm[0]
+        cuda.syncthreads()
+        return r
+
+    @cuda.jit
+    def stats(x, mean, var):
+        """One block per channel (grid-stride over channels)."""
+        sm = cuda.shared.array(nt, float64)
+        tid = cuda.threadIdx.x
+        n_out, n_c, n_in = x.shape
+        n = n_out * n_in
+        for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+            s = 0.0
+            for j in range(tid, n, nt):
+                s += x[j // n_in, c, j % n_in]
+            m = block_sum(sm, s, tid) / n
+            ss = 0.0
+            for j in range(tid, n, nt):
+                d = x[j // n_in, c, j % n_in] - m
+                ss += d * d
+            v = block_sum(sm, ss, tid) / n
+            if tid == 0:
+                mean[c] = m
+                var[c] = v
+
+    @cuda.jit
+    def channel_sums(x, og, mean, var, eps, sums):
+        sm = cuda.shared.array(nt, float64)
+        tid = cuda.threadIdx.x
+        n_out, n_c, n_in = x.shape
+        n = n_out * n_in
+        for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+            invstd = 1.0 / math.sqrt(var[c] + eps)
+            s0 = 0.0
+            s1 = 0.0
+            for j in range(tid, n, nt):
+                g = og[j // n_in, c, j % n_in]
+                s0 += g
+                s1 += g * (x[j // n_in, c, j % n_in] - mean[c]) * invstd
+            t0 = block_sum(sm, s0, tid)
+            t1 = block_sum(sm, s1, tid)
+            if tid == 0:
+                sums[0, c] = t0
+                sums[1, c] = t1
+
+    @cuda.jit
+    def normalize(x, mean, var, gamma, beta, eps, y):
+        n_out, n_c, n_in = x.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            o = j // (n_c * n_in)
+            c = (j // n_in) % n_c
+            i = j % n_in
+            scale = gamma[c] / math.sqrt(var[c] + eps)
+            y[o, c, i] = (x[o, c, i] - mean[c]) * scale + beta[c]
+
+    @cuda.jit
+    def grad_data(x, og, mean, var, gamma, eps, sums, batch, add, gx):
+        n_out, n_c, n_in = x.shape
+        n = n_out * n_in
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            o = j // (n_c * n_in)
+            c = (j // n_in) % n_c
+            i = j % n_in
+            invstd = 1.0 / math.sqrt(var[c] + eps)
+            k = gamma[c] * invstd
+            if batch:
+                xhat = (x[o, c, i] - mean[c]) * invstd
+                g = k * (og[o, c, i] - sums[0, c] / n - xhat * sums[1, c] / n)
+            else:
+                g = k * og[o, c, i]
+            if add:
+                gx[o, c, i] += g
+            else:
+                gx[o, c, i] = g
+
+    @cuda.jit
+    def channel_ops(op, a, b, s, out):
+        """Small (C,) updates. op 0: out = s; 1: out = a; 2: out += a;
+        3: out = out * s + a * (1 - s); 4: out = 1 / sqrt(a + s)."""
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for c in range(start, out.size, stride):
+            if op == 0:
+                out[c] = s
+            elif op == 1:
+                out[c] = a[c]
+            elif op == 2:
+                out[c] += a[c]
+            elif op == 3:
+                out[c] = out[c] * s + a[c] * (1.0 - s)
+            else:
+                out[c] = 1.0 / math.sqrt(a[c] + s)
+
+    return dict(stats=stats, channel_sums=channel_sums, normalize=normalize,
+                grad_data=grad_data, channel_ops=channel_ops)
+
+
+_GPU = LazyCudaKernel(_build_gpu)
+
+
+def _gpu_state(ctx, c, dtype):
+    st = ctx.state
+    if st.get('mean') is None or st['mean'].shape != (c,) or st['mean'].dtype != dtype:
+        st['mean'] = cuda.device_array(c, dtype)
+        st['var'] = cuda.device_array(c, dtype)
+        st['sums'] = cuda.device_array((2, c), dtype)
+    return st
+
+
+def _per_channel(k, c, *args):
+    k[max(1, min(c, 1024)), RED_THREADS](*args)
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    k = _GPU.kernel
+    ops = k['channel_ops']
+    data, gamma, beta = inputs
+    o, c, i = _split(tuple(data.shape), _axis(p, data.ndim))
+    x = data.reshape(o, c, i)
+    st = _gpu_state(ctx, c, np.dtype(gamma.dtype))
+    if p.fix_gamma:
+        launch_1d(ops, c, 0, gamma, gamma, 1.0, gamma)
+    batch = ctx.is_train and not p.use_global_stats
+    if batch:
+        _per_channel(k['stats'], c, x, st['mean'], st['var'])
+    else:
+        launch_1d(ops, c, 1, aux[0], aux[0], 0.0, st['mean'])
+        launch_1d(ops, c, 1, aux[1], aux[1], 0.0, st['var'])
+    st['batch'] = batch
+    launch_1d(k['normalize'], x.size, x, st['mean'], st['var'], gamma, beta, p.eps,
+              outputs[0].reshape(o, c, i))
+    if p.output_mean_var:
+        launch_1d(ops, c, 1, st['mean'], st['mean'], 0.0, outputs[1])
+        launch_1d(ops, c, 4, st['var'], st['var'], p.eps, outputs[2])
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    k = _GPU.kernel
+    ops = k['channel_ops']
+    data, gamma, _ = inputs
+    o, c, i = _split(tuple(data.shape), _axis(p, data.ndim))
+    x = data.reshape(o, c, i)
+    og = out_grads[0].reshape(o, c, i)
+    st = ctx.state
+    if 'batch' not in st:        # backward without a forward: recompute as forward would
+        _forward_gpu(ctx, p, inputs, outputs, aux)
+    mean, var, sums = st['mean'], st['var'], st['sums']
+    _per_channel(k['channel_sums'], c, x, og, mean, var, p.eps, sums)
+    if req[0] != 'null':
+        launch_1d(k['grad_data'], x.size, x, og, mean, var, gamma, p.eps, sums,
+                  not p.use_global_stats, req[0] == 'add', in_grads[0].reshape(o, c, i))
+    if req[1] == 'write':
+        if p.fix_gamma:
+            launch_1d(ops, c, 0, mean, mean, 0.0, in_grads[1])
+        else:
+            launch_1d(ops, c, 1, sums[1], sums[1], 0.0, in_grads[1])
+    elif req[1] == 'add' and not p.fix_gamma:
+        launch_1d(ops, c, 2, sums[1], sums[1], 0.0, in_grads[1])
+    if req[2] != 'null':
+        launch_1d(ops, c, 1 if req[2] == 'write' else 2, sums[0], sums[0], 0.0, in_grads[2])
+    if st['batch']:
+        launch_1d(ops, c, 3, mean, mean, p.momentum, aux[0])
+        launch_1d(ops, c, 3, var, var, p.momentum, aux[1])
+
+
+register_op(OpDef(
+    name='BatchNorm',
+    arguments=['data', 'gamma', 'beta'],
+    aux=['moving_mean', 'moving_var'],
+    outputs=_outputs,
+    num_hidden_outputs=_hidden,
+    params=BatchNormParam,
+    infer_shape=_infer_shape,
+    infer_type=_infer_type,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    hint='batchnorm',
+    doc=__doc__,
+    input_docs={'data': 'Input, channel on `axis`.',
+                'gamma': 'Scale (C,).', 'beta': 'Shift (C,).',
+                'moving_mean': 'Running mean (C,), auxiliary.',
+                'moving_var': 'Running variance (C,), auxiliary.'},
+))

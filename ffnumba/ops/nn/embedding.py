@@ -1,0 +1,176 @@
+"""Embedding lookup (``Embedding``).
+
+Math::
+
+    k   = clip(trunc(data[j]), 0, input_dim - 1)      (float indices, cast toward 0)
+    out[j, :] = weight[k, :]
+    d weight[k, :] = sum over j with index k of g[j, :]   (scatter-add)
+
+Out-of-range indices are clipped into ``[0, input_dim - 1]`` as MXNet 1.9.1
+does (checked: ``-1 -> 0``, ``100 -> input_dim - 1``, ``1.7 -> 1``). ``data``
+gets no gradient (written as zeros for ``grad_req='write'``). ``sparse_grad`` is
+accepted; the weight gradient is always dense.
+On a GPU the scatter-add uses atomic adds (the summation order varies).
+
+Shapes
+------
+=======  =============================  ======================================
+input    shape                          note
+=======  =============================  ======================================
+data     any                            indices (float or int dtype)
+weight   (input_dim, output_dim)        auto-created ``{name}_weight``
+output   data.shape + (output_dim,)     dtype of the weight (default ``dtype``)
+=======  =============================  ======================================
+
+Source: MXNet 1.9.1 Embedding documentation and observed behaviour.
+"""
+import numpy as np
+from numba import njit
+
+from ..params import Params, Field
+from ..registry import OpDef, register_op, shape_assign
+from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
+from .batch_norm import f16_safe
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+__all__ = ['EmbeddingParam']
+
+
+class EmbeddingParam(Params):
+    """Parameters of Embedding."""
+
+    input_dim = Field(int, doc='Vocabulary size: rows of the weight.', low=1)
+    output_dim = Field(int, doc='Embedding size: columns of the weight.', low=1)
+    dtype = Field('dtype', 'float32', 'dtype of the weight and the output.')
+    sparse_grad = Field(bool, False, 'Accepted; the gradient is always dense here.')
+
+
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+    ins = list(in_shapes)
+    if ins[0] is None and out_shapes and out_shapes[0] is not None:
+        ins[0] = tuple(out_shapes[0])[:-1]
+    shape_assign(ins, 1, (p.input_dim, p.output_dim), 'weight')
+    out = None if ins[0] is None else tuple(ins[0]) + (p.output_dim,)
+    return ins, [out], list(aux_shapes)
+
+
+def _infer_type(p, in_types, aux_types):
+    """weight: its given dtype, else ``dtype``; output follows the weight (MXNet)."""
+    ins = list(in_types)
+    if ins[1] is None:
+        ins[1] = np.dtype(p.dtype)
+    if ins[0] is None:
+        ins[0] = np.dtype('float32')
+    return ins, [np.dtype(ins[1])], list(aux_types)
+
+
+@njit(**JIT)
+def _gather(idx, w, out):
+    n_rows, dim = w.shape
+    for j in range(idx.size):
+        k = int(idx[j])
+        if k < 0:
+            k = 0
+        elif k >= n_rows:
+            k = n_rows - 1
+        for d in range(dim):
+            out[j, d] = w[k, d]
+
+
+@njit(**JIT)
+def _scatter_add(idx, og, gw, add):
+    n_rows, dim = gw.shape
+    if not add:
+        for k in range(n_rows):
+            for d in range(dim):
+                gw[k, d] = 0.0
+    for j in range(idx.size):
+        k = int(idx[j])
+        if k < 0:
+            k = 0
+        elif k >= n_rows:
+            k = n_rows - 1
+        for d in range(dim):
+            gw[k, d] += og[j, d]
+
+
+@f16_safe
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    idx, w = inputs
+    _gather(idx.reshape(-1), w, outputs[0].reshape(idx.size, p.output_dim))
+
+
+@f16_safe
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    idx, w = inputs
+    if req[0] == 'write':
+        in_grads[0][...] = 0
+    if req[1] != 'null':
+        _scatter_add(idx.reshape(-1), out_grads[0].reshape(idx.size, p.output_dim),
+                     in_grads[1], req[1] == 'add')
+
+
+def _build_gpu():
+    import_cuda(globals())
+
+    @cuda.jit
+    def gather(idx, w, out):
+        n_rows, dim = w.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, out.size, stride):
+            j, d = e // dim, e % dim
+            k = min(max(int(idx[j]), 0), n_rows - 1)
+            out[j, d] = w[k, d]
+
+    @cuda.jit
+    def scatter_add(idx, og, gw):
+        n_rows, dim = gw.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, og.size, stride):
+            j, d = e // dim, e % dim
+            k = min(max(int(idx[j]), 0), n_rows - 1)
+            cuda.atomic.add(gw, (k, d), og[j, d])
+
+    @cuda.jit
+    def zero(a):
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, a.size, stride):
+            a[e] = 0
+
+    return gather, scatter_add, zero
+
+
+_GPU = LazyCudaKernel(_build_gpu)
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    gather, _, _ = _GPU.kernel
+    idx, w = inputs
+    out = outputs[0].reshape(idx.size, p.output_dim)
+    launch_1d(gather, out.size, idx.reshape(idx.size), w, out)
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    _, scatter_add, zero = _GPU.kernel
+    idx, w = inputs
+    if req[0] == 'write':
+        launch_1d(zero, idx.size, in_grads[0].reshape(idx.size))
+    if req[1] != 'null':
+        if req[1] == 'write':
+            launch_1d(zero, w.size, in_grads[1].reshape(w.size))
+        og = out_grads[0].reshape(idx.size, p.output_dim)
+        launch_1d(scatter_add, og.size, idx.reshape(idx.size), og, in_grads[1])
+
+
+register_op(OpDef(
+    name='Embedding',
+    arguments=['data', 'weight'],
+    params=EmbeddingParam,
+    infer_shape=_infer_shape,
+    infer_type=_infer_type,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    doc=__doc__,
+    input_docs={'data': 'Indices, any shape.',
+                'weight': 'Embedding table (input_dim, output_dim).'},
+))

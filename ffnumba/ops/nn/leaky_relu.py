@@ -1,0 +1,382 @@
+"""Leaky rectifiers and friends (``LeakyReLU``).
+
+Math, by ``act_type`` (``s`` = ``slope``; the positive branch is taken for ``x > 0``)::
+
+    leaky  y = x            if x > 0 else s * x
+    elu    y = x            if x > 0 else s * (exp(x) - 1)
+    selu   y = lam * x      if x > 0 else lam * alpha * (exp(x) - 1)
+           (lam = 1.0507009873554805, alpha = 1.6732632423543772)
+    gelu   y = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))       (erf form)
+    prelu  y = x            if x > 0 else gamma[c] * x   (gamma learnt, c on axis 1)
+    rrelu  y = x            if x > 0 else r * x
+           training: r ~ U[lower_bound, upper_bound] per element;
+           evaluation: r = (lower_bound + upper_bound) / 2
+
+``rrelu`` has a second visible output ``mask`` holding ``r`` per element (MXNet
+leaves it undefined in evaluation; here it holds the constant slope).
+Gradients are the exact derivatives; at ``x = 0`` the negative branch's.
+(MXNet 1.9.1's CPU ``selu`` gradient for ``x <= 0`` is ``lam * (y + alpha)``
+instead of the derivative ``y + lam * alpha``; ffnumba uses the derivative.)
+
+Shapes
+------
+=======  ============================  =========================================
+input    shape                         note
+=======  ============================  =========================================
+data     any (prelu: ndim >= 2)
+gamma    (C,) or (1,), C = data.shape[1]  only for ``prelu``, auto-created
+output   data.shape
+mask     data.shape                    only for ``rrelu``
+=======  ============================  =========================================
+
+Source: MXNet 1.9.1 LeakyReLU documentation; Klambauer et al. 2017 (SELU),
+Hendrycks & Gimpel 2016 (GELU), He et al. 2015 (PReLU), Xu et al. 2015 (RReLU).
+Values checked against MXNet 1.9.1 (``tests/data/leaky_relu_golden.npz``).
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from ...base import ParamError, ShapeError
+from ..params import Params, Field
+from ..registry import OpDef, register_op, shape_assign, same_type
+from ..templates import JIT, make_unary, LazyCudaKernel, launch_1d, import_cuda
+from .batch_norm import f16_safe
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+__all__ = ['LeakyReLUParam']
+
+SELU_LAMBDA = 1.0507009873554804934193349852946
+SELU_ALPHA = 1.6732632423543772848170429916717
+_SQRT1_2 = 0.7071067811865476
+_INV_SQRT_2PI = 0.3989422804014327
+
+
+class LeakyReLUParam(Params):
+    """Parameters of LeakyReLU."""
+
+    act_type = Field(str, 'leaky', 'Activation: leaky, elu, selu, gelu, prelu or rrelu.',
+                     choices=('elu', 'gelu', 'leaky', 'prelu', 'rrelu', 'selu'))
+    slope = Field(float, 0.25, 'Negative slope of leaky, scale of elu.')
+    lower_bound = Field(float, 0.125, 'Lower bound of the rrelu slope.')
+    upper_bound = Field(float, 0.334, 'Upper bound of the rrelu slope.')
+
+    def validate(self):
+        if self.act_type == 'rrelu' and self.upper_bound < self.lower_bound:
+            raise ParamError('LeakyReLU: `upper_bound` must be >= lower_bound (%r). '
+                             'Received: upper_bound=%r' % (self.lower_bound, self.upper_bound))
+
+
+# ----------------------------------------------------------- scalar bodies
+
+@njit
+def _leaky(x, a, b):
+    return x if x > 0 else a * x
+
+
+@njit
+def _d_leaky(x, a, b):
+    return 1.0 if x > 0 else a
+
+
+@njit
+def _elu(x, a, b):
+    return x if x > 0 else a * (math.exp(x) - 1.0)
+
+
+@njit
+def _d_elu(x, a, b):
+    return 1.0 if x > 0 else a * math.exp(x)
+
+
+@njit
+def _selu(x, a, b):
+    return SELU_LAMBDA * x if x > 0 else SELU_LAMBDA * SELU_ALPHA * (math.exp(x) - 1.0)
+
+
+@njit
+def _d_selu(x, a, b):
+    return SELU_LAMBDA if x > 0 else SELU_LAMBDA * SELU_ALPHA * math.exp(x)
+
+
+@njit
+def _gelu(x, a, b):
+    return 0.5 * x * (1.0 + math.erf(x * _SQRT1_2))
+
+
+@njit
+def _d_gelu(x, a, b):
+    return 0.5 * (1.0 + math.erf(x * _SQRT1_2)) + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x)
+
+
+def _slope(p):
+    return (p.slope, 0.0)
+
+
+_UNARY = {
+    'leaky': make_unary(_leaky, _d_leaky, 'input', _slope),
+    'elu': make_unary(_elu, _d_elu, 'input', _slope),
+    'selu': make_unary(_selu, _d_selu, 'input', _slope),
+    'gelu': make_unary(_gelu, _d_gelu, 'input', _slope),
+}
+
+
+# ----------------------------------------------------------- declarations
+
+def _arguments(p):
+    return ['data', 'gamma'] if p.act_type == 'prelu' else ['data']
+
+
+def _outputs(p):
+    return ['output', 'mask'] if p.act_type == 'rrelu' else ['output']
+
+
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+    ins = list(in_shapes)
+    if ins[0] is None and out_shapes and out_shapes[0] is not None:
+        ins[0] = tuple(out_shapes[0])
+    data = ins[0]
+    if p.act_type == 'prelu' and data is not None:
+        if len(data) < 2:
+            raise ShapeError('LeakyReLU: prelu needs data with ndim >= 2 (channel on axis 1). '
+                             'Received: data shape %s' % (data,))
+        if ins[1] is None:
+            ins[1] = (data[1],)
+        elif tuple(ins[1]) != (1,):
+            shape_assign(ins, 1, (data[1],), 'gamma')
+    outs = [data] * len(_outputs(p))
+    return ins, outs, list(aux_shapes)
+
+
+def _infer_type(p, in_types, aux_types):
+    ins, outs, aux = same_type(p, in_types, aux_types)
+    return ins, outs * len(_outputs(p)), aux
+
+
+# ----------------------------------------------------------- prelu / rrelu CPU
+
+@njit(**JIT)
+def _prelu_fwd(x, gamma, y):
+    n_out, n_c, n_in = x.shape
+    one = gamma.shape[0] == 1
+    for o in range(n_out):
+        for c in range(n_c):
+            g = gamma[0] if one else gamma[c]
+            for i in range(n_in):
+                v = x[o, c, i]
+                y[o, c, i] = v if v > 0 else g * v
+
+
+@njit(**JIT)
+def _prelu_bwd(x, gamma, og, gx, mode_x, gg, mode_g):
+    """mode: 0 null, 1 write, 2 add. gg accumulates d/dgamma per channel."""
+    n_out, n_c, n_in = x.shape
+    one = gamma.shape[0] == 1
+    if mode_g == 1:
+        for k in range(gg.shape[0]):
+            gg[k] = 0.0
+    for o in range(n_out):
+        for c in range(n_c):
+            k = 0 if one else c
+            g = gamma[k]
+            acc = 0.0
+            for i in range(n_in):
+                v = x[o, c, i]
+                d = og[o, c, i]
+                if v > 0:
+                    gi = d
+                else:
+                    gi = g * d
+                    acc += d * v
+                if mode_x == 1:
+                    gx[o, c, i] = gi
+                elif mode_x == 2:
+                    gx[o, c, i] += gi
+            if mode_g != 0:
+                gg[k] += acc
+
+
+@njit(**JIT)
+def _masked_fwd(x, mask, y):
+    for i in range(x.size):
+        v = x[i]
+        y[i] = v if v > 0 else mask[i] * v
+
+
+@njit(**JIT)
+def _masked_bwd(x, mask, og, gx, add):
+    for i in range(x.size):
+        g = og[i] if x[i] > 0 else og[i] * mask[i]
+        if add:
+            gx[i] += g
+        else:
+            gx[i] = g
+
+
+_MODES = {'null': 0, 'write': 1, 'add': 2}
+
+
+def _oci(shape):
+    shape = tuple(shape)
+    inner = int(np.prod(shape[2:], dtype=np.int64))
+    return shape[0], shape[1], inner
+
+
+def _rrelu_mask(ctx, p, shape, dtype):
+    if ctx.is_train:
+        return ctx.rng.uniform(p.lower_bound, p.upper_bound, size=shape).astype(dtype)
+    return np.full(shape, 0.5 * (p.lower_bound + p.upper_bound), dtype)
+
+
+@f16_safe
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    x = inputs[0]
+    if p.act_type in _UNARY:
+        return _UNARY[p.act_type][0]['cpu'](ctx, p, inputs, outputs, aux)
+    if p.act_type == 'prelu':
+        s = _oci(x.shape)
+        _prelu_fwd(x.reshape(s), inputs[1], outputs[0].reshape(s))
+    else:
+        outputs[1][...] = _rrelu_mask(ctx, p, x.shape, x.dtype)
+        _masked_fwd(x.reshape(-1), outputs[1].reshape(-1), outputs[0].reshape(-1))
+
+
+@f16_safe
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    x = inputs[0]
+    if p.act_type in _UNARY:
+        return _UNARY[p.act_type][1]['cpu'](ctx, p, out_grads, inputs, outputs, in_grads,
+                                            req, aux)
+    if p.act_type == 'prelu':
+        if req[0] == 'null' and req[1] == 'null':
+            return
+        s = _oci(x.shape)
+        og = out_grads[0].reshape(s)
+        gx = in_grads[0].reshape(s) if req[0] != 'null' else og
+        gg = in_grads[1] if req[1] != 'null' else inputs[1]
+        _prelu_bwd(x.reshape(s), inputs[1], og, gx, _MODES[req[0]], gg, _MODES[req[1]])
+    elif req[0] != 'null':
+        _masked_bwd(x.reshape(-1), outputs[1].reshape(-1), out_grads[0].reshape(-1),
+                    in_grads[0].reshape(-1), req[0] == 'add')
+
+
+# ----------------------------------------------------------- prelu / rrelu GPU
+
+def _build_gpu():
+    import_cuda(globals())
+
+    @cuda.jit
+    def prelu_fwd(x, gamma, y, n_c, n_in):
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            c = 0 if gamma.size == 1 else (j // n_in) % n_c
+            v = x[j]
+            y[j] = v if v > 0 else gamma[c] * v
+
+    @cuda.jit
+    def prelu_bwd_x(x, gamma, og, gx, add, n_c, n_in):
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            c = 0 if gamma.size == 1 else (j // n_in) % n_c
+            g = og[j] if x[j] > 0 else gamma[c] * og[j]
+            if add:
+                gx[j] += g
+            else:
+                gx[j] = g
+
+    @cuda.jit
+    def prelu_bwd_g(x, og, gg, add, n_c, n_in):
+        # one thread per gamma entry, summing over the elements of its channel
+        # (of every element when gamma has one entry)
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        per = n_c * n_in
+        for k in range(start, gg.size, stride):
+            acc = 0.0
+            if gg.size == 1:
+                for j in range(x.size):
+                    if x[j] <= 0:
+                        acc += og[j] * x[j]
+            else:
+                for o in range(x.size // per):
+                    for i in range(n_in):
+                        j = o * per + k * n_in + i
+                        if x[j] <= 0:
+                            acc += og[j] * x[j]
+            if add:
+                gg[k] += acc
+            else:
+                gg[k] = acc
+
+    @cuda.jit
+    def masked_fwd(x, mask, y):
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            v = x[j]
+            y[j] = v if v > 0 else mask[j] * v
+
+    @cuda.jit
+    def masked_bwd(x, mask, og, gx, add):
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            g = og[j] if x[j] > 0 else og[j] * mask[j]
+            if add:
+                gx[j] += g
+            else:
+                gx[j] = g
+
+    return dict(prelu_fwd=prelu_fwd, prelu_bwd_x=prelu_bwd_x, prelu_bwd_g=prelu_bwd_g,
+                masked_fwd=masked_fwd, masked_bwd=masked_bwd)
+
+
+_GPU = LazyCudaKernel(_build_gpu)
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    if p.act_type in _UNARY:
+        return _UNARY[p.act_type][0]['gpu'](ctx, p, inputs, outputs, aux)
+    k = _GPU.kernel
+    x = inputs[0].reshape(-1)
+    y = outputs[0].reshape(-1)
+    if p.act_type == 'prelu':
+        _, n_c, n_in = _oci(inputs[0].shape)
+        launch_1d(k['prelu_fwd'], x.size, x, inputs[1], y, n_c, n_in)
+    else:
+        mask = _rrelu_mask(ctx, p, inputs[0].shape, np.dtype(inputs[0].dtype))
+        outputs[1].copy_to_device(mask)
+        launch_1d(k['masked_fwd'], x.size, x, outputs[1].reshape(-1), y)
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    if p.act_type in _UNARY:
+        return _UNARY[p.act_type][1]['gpu'](ctx, p, out_grads, inputs, outputs, in_grads,
+                                            req, aux)
+    k = _GPU.kernel
+    x = inputs[0].reshape(-1)
+    og = out_grads[0].reshape(-1)
+    if p.act_type == 'prelu':
+        _, n_c, n_in = _oci(inputs[0].shape)
+        if req[0] != 'null':
+            launch_1d(k['prelu_bwd_x'], x.size, x, inputs[1], og, in_grads[0].reshape(-1),
+                      req[0] == 'add', n_c, n_in)
+        if req[1] != 'null':
+            launch_1d(k['prelu_bwd_g'], in_grads[1].size, x, og, in_grads[1],
+                      req[1] == 'add', n_c, n_in)
+    elif req[0] != 'null':
+        launch_1d(k['masked_bwd'], x.size, x, outputs[1].reshape(-1), og,
+                  in_grads[0].reshape(-1), req[0] == 'add')
+
+
+register_op(OpDef(
+    name='LeakyReLU',
+    arguments=_arguments,
+    outputs=_outputs,
+    params=LeakyReLUParam,
+    infer_shape=_infer_shape,
+    infer_type=_infer_type,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    doc=__doc__,
+    input_docs={'data': 'Input array.',
+                'gamma': 'prelu slopes, (C,) or (1,); auto-created `{name}_gamma`.'},
+))

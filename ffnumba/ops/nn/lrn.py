@@ -1,0 +1,225 @@
+"""Local response normalization across channels (``LRN``).
+
+Math (channel axis 1, ``h = nsize // 2``, window clipped at the edges)::
+
+    s[n, c, ...] = knorm + alpha / nsize * sum_{c' = max(0, c-h)}^{min(C-1, c+h)} x[n, c', ...]^2
+    y = x * s^(-beta)
+
+Exact gradient (the window is symmetric, so ``c`` is in the window of ``c'``
+exactly when ``c'`` is in the window of ``c``)::
+
+    dx_c = g_c * s_c^(-beta)
+           - 2 * alpha * beta / nsize * x_c * sum_{c' in win(c)} g_c' * x_c' * s_c'^(-beta-1)
+
+The scale ``s`` is MXNet's hidden second output (``tmp_norm``); here it lives
+in the node state between forward and backward.
+
+Shapes
+------
+=======  ====================  ==================================================
+input    shape                 note
+=======  ====================  ==================================================
+data     (N, C, ...)           MXNet takes 4-D only; any ndim >= 2 works here
+output   data.shape
+=======  ====================  ==================================================
+
+Source: Krizhevsky et al., "ImageNet Classification with Deep Convolutional
+Neural Networks" (2012), section 3.3; MXNet 1.9.1 LRN documentation. Values
+checked against MXNet 1.9.1 (``tests/data/lrn_golden.npz``).
+"""
+import numpy as np
+from numba import njit
+
+from ...base import ShapeError, ParamError
+from ..params import Params, Field
+from ..registry import OpDef, register_op, same_shape
+from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
+from .batch_norm import f16_safe
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+__all__ = ['LRNParam']
+
+
+class LRNParam(Params):
+    """Parameters of LRN."""
+
+    alpha = Field(float, 1e-4, 'Scale of the sum of squares.')
+    beta = Field(float, 0.75, 'Exponent of the normaliser.')
+    knorm = Field(float, 2.0, 'Constant added to the scaled sum of squares.')
+    nsize = Field(int, doc='Number of channels in the window (odd, >= 1).', low=1)
+
+    def validate(self):
+        if self.nsize % 2 == 0:
+            raise ParamError('LRN: `nsize` must be an odd int >= 1. Received: nsize=%r'
+                             % self.nsize)
+
+
+@njit
+def _lrn_point(x, o, c, i, alpha, beta, knorm, nsize, scale, y):
+    """Scale and output at one (o, c, i)."""
+    n_c = x.shape[1]
+    h = nsize // 2
+    acc = 0.0
+    for k in range(max(0, c - h), min(n_c - 1, c + h) + 1):
+        v = x[o, k, i]
+        acc += v * v
+    s = knorm + alpha / nsize * acc
+    scale[o, c, i] = s
+    y[o, c, i] = x[o, c, i] * s ** (-beta)
+
+
+@njit
+def _lrn_grad_point(x, og, scale, o, c, i, alpha, beta, nsize):
+    """d loss / d x at one (o, c, i)."""
+    n_c = x.shape[1]
+    h = nsize // 2
+    acc = 0.0
+    for k in range(max(0, c - h), min(n_c - 1, c + h) + 1):
+        acc += og[o, k, i] * x[o, k, i] * scale[o, k, i] ** (-beta - 1.0)
+    return og[o, c, i] * scale[o, c, i] ** (-beta) - 2.0 * alpha * beta / nsize * x[o, c, i] * acc
+
+
+@njit(**JIT)
+def _lrn_fwd(x, alpha, beta, knorm, nsize, scale, y):
+    n_out, n_c, n_in = x.shape
+    for o in range(n_out):
+        for c in range(n_c):
+            for i in range(n_in):
+                _lrn_point(x, o, c, i, alpha, beta, knorm, nsize, scale, y)
+
+
+@njit(**JIT)
+def _lrn_bwd(x, og, scale, alpha, beta, nsize, add, gx):
+    n_out, n_c, n_in = x.shape
+    for o in range(n_out):
+        for c in range(n_c):
+            for i in range(n_in):
+                g = _lrn_grad_point(x, og, scale, o, c, i, alpha, beta, nsize)
+                if add:
+                    gx[o, c, i] += g
+                else:
+                    gx[o, c, i] = g
+
+
+def _build_gpu():
+    import_cuda(globals())
+
+    # (the math of _lrn_point / _lrn_grad_point, written out: numba's CUDA simulator
+    # cannot pass its device arrays into an @njit helper)
+    @cuda.jit
+    def fwd(x, alpha, beta, knorm, nsize, scale, y):
+        n_out, n_c, n_in = x.shape
+        h = nsize // 2
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            o, c, i = j // (n_c * n_in), (j // n_in) % n_c, j % n_in
+            acc = 0.0
+            for k in range(max(0, c - h), min(n_c - 1, c + h) + 1):
+                acc += x[o, k, i] * x[o, k, i]
+            sc = knorm + alpha / nsize * acc
+            scale[o, c, i] = sc
+            y[o, c, i] = x[o, c, i] * sc ** (-beta)
+
+    @cuda.jit
+    def bwd(x, og, scale, alpha, beta, nsize, add, gx):
+        n_out, n_c, n_in = x.shape
+        h = nsize // 2
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for j in range(start, x.size, stride):
+            o, c, i = j // (n_c * n_in), (j // n_in) % n_c, j % n_in
+            acc = 0.0
+            for k in range(max(0, c - h), min(n_c - 1, c + h) + 1):
+                acc += og[o, k, i] * x[o, k, i] * scale[o, k, i] ** (-beta - 1.0)
+            g = og[o, c, i] * scale[o, c, i] ** (-beta) - \
+                2.0 * alpha * beta / nsize * x[o, c, i] * acc
+            if add:
+                gx[o, c, i] += g
+            else:
+                gx[o, c, i] = g
+
+    return fwd, bwd
+
+
+_GPU = LazyCudaKernel(_build_gpu)
+
+
+def _split(shape):
+    shape = tuple(shape)
+    return shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
+
+
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+    if in_shapes[0] is None and out_shapes and out_shapes[0] is not None:
+        in_shapes = [tuple(out_shapes[0])]
+    d = in_shapes[0]
+    if d is not None and len(d) < 2:
+        raise ShapeError('LRN: data must have ndim >= 2 (N, C, ...). Received: data shape %s'
+                         % (tuple(d),))
+    return same_shape(p, in_shapes, aux_shapes, ['data'])
+
+
+def _scale(ctx, shape, dtype):
+    s = ctx.state.get('scale')
+    if s is None or s.shape != shape or s.dtype != dtype:
+        s = ctx.state['scale'] = np.empty(shape, dtype)
+    return s
+
+
+@f16_safe
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    x = inputs[0]
+    s = _split(x.shape)
+    scale = _scale(ctx, s, x.dtype)
+    _lrn_fwd(x.reshape(s), p.alpha, p.beta, p.knorm, p.nsize, scale, outputs[0].reshape(s))
+
+
+@f16_safe
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    if req[0] == 'null':
+        return
+    x = inputs[0]
+    s = _split(x.shape)
+    scale = ctx.state.get('scale')
+    if scale is None or scale.shape != s or scale.dtype != x.dtype:
+        _forward_cpu(ctx, p, inputs, [np.empty_like(outputs[0])], aux)
+        scale = ctx.state['scale']
+    _lrn_bwd(x.reshape(s), out_grads[0].reshape(s), scale, p.alpha, p.beta, p.nsize,
+             req[0] == 'add', in_grads[0].reshape(s))
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    fwd, _ = _GPU.kernel
+    x = inputs[0]
+    s = _split(x.shape)
+    scale = ctx.state.get('scale')
+    if scale is None or tuple(scale.shape) != s or scale.dtype != x.dtype:
+        scale = ctx.state['scale'] = cuda.device_array(s, x.dtype)
+    launch_1d(fwd, x.size, x.reshape(s), p.alpha, p.beta, p.knorm, p.nsize, scale,
+              outputs[0].reshape(s))
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    if req[0] == 'null':
+        return
+    _, bwd = _GPU.kernel
+    x = inputs[0]
+    s = _split(x.shape)
+    scale = ctx.state.get('scale')
+    if scale is None or tuple(scale.shape) != s:
+        _forward_gpu(ctx, p, inputs, [cuda.device_array(tuple(x.shape), x.dtype)], aux)
+        scale = ctx.state['scale']
+    launch_1d(bwd, x.size, x.reshape(s), out_grads[0].reshape(s), scale, p.alpha, p.beta,
+              p.nsize, req[0] == 'add', in_grads[0].reshape(s))
+
+
+register_op(OpDef(
+    name='LRN',
+    arguments=['data'],
+    params=LRNParam,
+    num_hidden_outputs=1,
+    infer_shape=_infer_shape,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    doc=__doc__,
+    input_docs={'data': 'Input (N, C, ...).'},
+))

@@ -1,0 +1,270 @@
+"""Softmax family: ``softmax``, ``log_softmax`` and ``SoftmaxActivation``.
+
+Math, along one axis of length K (``T`` = ``temperature``, default 1)::
+
+    softmax:      y_k = exp((x_k - m) / T) / sum_j exp((x_j - m) / T),   m = max_j x_j
+    log_softmax:  y_k = (x_k - m) / T - log(sum_j exp((x_j - m) / T))
+
+Subtracting the maximum keeps every exponent <= 0 (no overflow). These are not
+loss heads: the backward uses the head gradient ``g``::
+
+    softmax:      dx_k = y_k * (g_k - sum_j g_j y_j) / T
+    log_softmax:  dx_k = (g_k - exp(y_k) * sum_j g_j) / T
+
+``SoftmaxActivation`` (deprecated in MXNet) is a softmax over the last axis
+(``mode='instance'``; MXNet 1.9.1 flattens to ``(prod(shape[:-1]), shape[-1])``,
+checked on 3-D input) or over axis 1 (``mode='channel'``).
+
+Shapes
+------
+=======  ====================  ===============================================
+input    shape                 note
+=======  ====================  ===============================================
+data     any                   SoftmaxActivation: (N, ...) with ndim >= 1
+output   data.shape            dtype = ``dtype`` param if given, else data's
+=======  ====================  ===============================================
+
+Source: MXNet 1.9.1 documentation of softmax, log_softmax, SoftmaxActivation.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from ...base import ShapeError, ParamError
+from ..params import Params, Field
+from ..registry import OpDef, register_op, same_shape
+from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
+from .batch_norm import f16_safe
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+__all__ = ['SoftmaxParam', 'SoftmaxActivationParam']
+
+
+class SoftmaxParam(Params):
+    """Parameters of softmax and log_softmax."""
+
+    axis = Field(int, -1, 'The axis to normalise over (negative counts from the end).')
+    temperature = Field(float, None, 'Divides the input before the exponential (None: 1).')
+    dtype = Field('dtype', None, 'Output dtype: float16, float32 or float64 (None: data\'s).')
+    use_length = Field(bool, False, 'Mask by a length input (not supported: must be False).')
+
+    def validate(self):
+        if self.use_length:
+            raise ParamError('%s: `use_length` must be False (length inputs are not supported). '
+                             'Received: use_length=%r' % (self.op_name, self.use_length))
+        if self.temperature is not None and self.temperature == 0:
+            raise ParamError('%s: `temperature` must be a non-zero float or None. '
+                             'Received: temperature=%r' % (self.op_name, self.temperature))
+        if self.dtype is not None and self.dtype not in ('float16', 'float32', 'float64'):
+            raise ParamError("%s: `dtype` must be one of 'float16', 'float32', 'float64' or None. "
+                             'Received: dtype=%r' % (self.op_name, self.dtype))
+
+
+class SoftmaxActivationParam(Params):
+    """Parameters of SoftmaxActivation."""
+
+    mode = Field(str, 'instance', "'instance': over the last axis; 'channel': over axis 1.",
+                 choices=('channel', 'instance'))
+
+
+# ----------------------------------------------------------------- CPU kernels
+
+@njit(**JIT)
+def _fwd(x, inv_t, log, y):
+    """Softmax over axis 1 of x (outer, K, inner)."""
+    n_out, n_k, n_in = x.shape
+    for o in range(n_out):
+        for i in range(n_in):
+            m = x[o, 0, i]
+            for k in range(1, n_k):
+                if x[o, k, i] > m:
+                    m = x[o, k, i]
+            s = 0.0
+            for k in range(n_k):
+                s += math.exp((x[o, k, i] - m) * inv_t)
+            if log:
+                ls = math.log(s)
+                for k in range(n_k):
+                    y[o, k, i] = (x[o, k, i] - m) * inv_t - ls
+            else:
+                r = 1.0 / s
+                for k in range(n_k):
+                    y[o, k, i] = math.exp((x[o, k, i] - m) * inv_t) * r
+
+
+@njit(**JIT)
+def _bwd(y, og, inv_t, log, add, gx):
+    n_out, n_k, n_in = y.shape
+    for o in range(n_out):
+        for i in range(n_in):
+            s = 0.0
+            if log:
+                for k in range(n_k):
+                    s += og[o, k, i]
+            else:
+                for k in range(n_k):
+                    s += og[o, k, i] * y[o, k, i]
+            for k in range(n_k):
+                if log:
+                    g = (og[o, k, i] - math.exp(y[o, k, i]) * s) * inv_t
+                else:
+                    g = y[o, k, i] * (og[o, k, i] - s) * inv_t
+                if add:
+                    gx[o, k, i] += g
+                else:
+                    gx[o, k, i] = g
+
+
+# ----------------------------------------------------------------- GPU kernels
+
+def _build_gpu():
+    import_cuda(globals())
+
+    @cuda.jit
+    def fwd(x, inv_t, log, y):
+        n_out, n_k, n_in = x.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for r in range(start, n_out * n_in, stride):
+            o = r // n_in
+            i = r % n_in
+            m = x[o, 0, i]
+            for k in range(1, n_k):
+                m = max(m, x[o, k, i])
+            s = 0.0
+            for k in range(n_k):
+                s += math.exp((x[o, k, i] - m) * inv_t)
+            ls = math.log(s)
+            for k in range(n_k):
+                if log:
+                    y[o, k, i] = (x[o, k, i] - m) * inv_t - ls
+                else:
+                    y[o, k, i] = math.exp((x[o, k, i] - m) * inv_t) / s
+
+    @cuda.jit
+    def bwd(y, og, inv_t, log, add, gx):
+        n_out, n_k, n_in = y.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for r in range(start, n_out * n_in, stride):
+            o = r // n_in
+            i = r % n_in
+            s = 0.0
+            for k in range(n_k):
+                s += og[o, k, i] if log else og[o, k, i] * y[o, k, i]
+            for k in range(n_k):
+                if log:
+                    g = (og[o, k, i] - math.exp(y[o, k, i]) * s) * inv_t
+                else:
+                    g = y[o, k, i] * (og[o, k, i] - s) * inv_t
+                if add:
+                    gx[o, k, i] += g
+                else:
+                    gx[o, k, i] = g
+
+    return fwd, bwd
+
+
+_GPU = LazyCudaKernel(_build_gpu)
+
+
+# ----------------------------------------------------------------- glue
+
+def _axis_split(p, shape):
+    shape = tuple(shape)        # (the CUDA simulator's shape type has no negative indexing)
+    nd, axis = len(shape), p.axis
+    ax = axis + nd if axis < 0 else axis
+    if not 0 <= ax < nd:
+        raise ShapeError('%s: `axis`=%d is out of range for data of %d dims'
+                         % (p.op_name, axis, nd))
+    outer = int(np.prod(shape[:ax], dtype=np.int64))
+    inner = int(np.prod(shape[ax + 1:], dtype=np.int64))
+    return outer, int(shape[ax]), inner
+
+
+def _activation_split(p, shape):
+    shape = tuple(shape)
+    if len(shape) < 1:
+        raise ShapeError('SoftmaxActivation: data must have ndim >= 1')
+    if p.mode == 'instance':       # MXNet flattens to (prod(shape[:-1]), shape[-1])
+        return int(np.prod(shape[:-1], dtype=np.int64)), shape[-1], 1
+    c = shape[1] if len(shape) > 1 else 1
+    return shape[0], c, int(np.prod(shape[2:], dtype=np.int64))
+
+
+def _make(split, inv_t, log):
+    """forward/backward dicts for one softmax flavour.
+
+    split(p, shape) -> (outer, K, inner); inv_t(p) -> 1 / temperature.
+    """
+    @f16_safe
+    def _forward_cpu(ctx, p, inputs, outputs, aux):
+        s = split(p, inputs[0].shape)
+        _fwd(inputs[0].reshape(s), inv_t(p), log, outputs[0].reshape(s))
+
+    @f16_safe
+    def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        if req[0] == 'null':
+            return
+        s = split(p, inputs[0].shape)
+        _bwd(outputs[0].reshape(s), out_grads[0].reshape(s), inv_t(p), log,
+             req[0] == 'add', in_grads[0].reshape(s))
+
+    def _forward_gpu(ctx, p, inputs, outputs, aux):
+        s = split(p, inputs[0].shape)
+        launch_1d(_GPU.kernel[0], s[0] * s[2], inputs[0].reshape(s), inv_t(p), log,
+                  outputs[0].reshape(s))
+
+    def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        if req[0] == 'null':
+            return
+        s = split(p, inputs[0].shape)
+        launch_1d(_GPU.kernel[1], s[0] * s[2], outputs[0].reshape(s),
+                  out_grads[0].reshape(s), inv_t(p), log, req[0] == 'add',
+                  in_grads[0].reshape(s))
+
+    return {'cpu': _forward_cpu, 'gpu': _forward_gpu}, {'cpu': _backward_cpu, 'gpu': _backward_gpu}
+
+
+def _inv_temperature(p):
+    return 1.0 if p.temperature is None else 1.0 / p.temperature
+
+
+def _softmax_shape(p, in_shapes, aux_shapes, out_shapes=None):
+    if in_shapes[0] is None and out_shapes and out_shapes[0] is not None:
+        in_shapes = [tuple(out_shapes[0])]
+    if in_shapes[0] is not None:
+        (_axis_split if p.op_name != 'SoftmaxActivation' else _activation_split)(p, in_shapes[0])
+    return same_shape(p, in_shapes, aux_shapes, ['data'])
+
+
+def _softmax_type(p, in_types, aux_types):
+    dt = in_types[0]
+    out = np.dtype(p.dtype) if p.dtype is not None else dt
+    return [dt], [out], []
+
+
+for _name, _log in (('softmax', False), ('log_softmax', True)):
+    _f, _b = _make(_axis_split, _inv_temperature, _log)
+    register_op(OpDef(
+        name=_name,
+        arguments=['data'],
+        params=SoftmaxParam,
+        infer_shape=_softmax_shape,
+        infer_type=_softmax_type,
+        forward=_f,
+        backward=_b,
+        doc=__doc__,
+        input_docs={'data': 'Input array.'},
+    ))
+
+_f, _b = _make(_activation_split, lambda p: 1.0, False)
+register_op(OpDef(
+    name='SoftmaxActivation',
+    arguments=['data'],
+    params=SoftmaxActivationParam,
+    infer_shape=_softmax_shape,
+    forward=_f,
+    backward=_b,
+    doc=__doc__,
+    input_docs={'data': 'Input, (N, ...).'},
+))

@@ -1,0 +1,417 @@
+"""Spatial upsampling of (N, C, H, W) maps (``UpSampling``).
+
+``sample_type='nearest'`` takes ``num_args`` inputs ``arg0 .. arg{k-1}``. The
+output is ``(H0 * scale, W0 * scale)`` (``H0, W0`` of the first input); input
+``i`` is repeated by ``Ho / H_i`` (which must divide exactly) along both axes::
+
+    up_i[n, c, y, x] = in_i[n, c, y // s_i, x // s_i]
+    concat: out = concat_c(up_0, ..., up_{k-1});   sum: out = up_0 + ... + up_{k-1}
+
+Its gradient sums the head gradient over each ``s_i x s_i`` block.
+
+``sample_type='bilinear'`` takes ``data`` and a learnable ``weight`` of shape
+``(C, 1, K, K)``, ``K = 2s - s % 2``, and is a per-channel transposed
+convolution with stride ``s`` and pad ``p = ceil((s - 1) / 2)``::
+
+    out[n, c, y*s - p + ky, x*s - p + kx] += data[n, c, y, x] * weight[c, 0, ky, kx]
+
+(MXNet initialises that weight with the ``Bilinear`` initializer.)
+
+Shapes
+------
+=========  ===========================  ==========================================
+input      shape                        note
+=========  ===========================  ==========================================
+arg_i      (N, C_i, H_i, W_i)           nearest; sum mode needs equal C_i
+data       (N, C, H, W)                 bilinear
+weight     (C, 1, K, K)                 bilinear, auto-created; num_filter = C
+output     (N, C_out, H0*s, W0*s)       C_out = sum C_i (concat) or C
+=========  ===========================  ==========================================
+
+Source: MXNet 1.9.1 UpSampling documentation and observed shapes; bilinear
+as Long et al., "Fully Convolutional Networks" (2015).
+"""
+from numba import njit
+
+from ...base import ShapeError
+from ..params import Params, Field
+from ..registry import OpDef, register_op, shape_assign, same_type
+from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
+from .batch_norm import f16_safe
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+__all__ = ['UpSamplingParam']
+
+
+class UpSamplingParam(Params):
+    """Parameters of UpSampling."""
+
+    scale = Field(int, doc='Up-sampling factor of the first input (>= 1).', low=1)
+    sample_type = Field(str, doc="'nearest' or 'bilinear'.", choices=('bilinear', 'nearest'))
+    num_filter = Field(int, 0, 'Channels for bilinear (must equal C when given).', low=0)
+    multi_input_mode = Field(str, 'concat', "Nearest with several inputs: 'concat' or 'sum'.",
+                             choices=('concat', 'sum'))
+    num_args = Field(int, 1, 'Number of inputs (nearest: 1..N; bilinear: data + weight).',
+                     low=1)
+    workspace = Field(int, 512, 'Ignored (MXNet temporary memory, MB).', low=0)
+
+
+def _arguments(p):
+    if p.sample_type == 'bilinear':
+        return ['data', 'weight']
+    return ['arg%d' % i for i in range(p.num_args)]
+
+
+def _kernel_pad(s):
+    return 2 * s - s % 2, s // 2      # pad = ceil((s - 1) / 2)
+
+
+def _check4(name, shape):
+    if len(shape) != 4:
+        raise ShapeError('UpSampling: input `%s` must be 4-D (N, C, H, W). Received: %s'
+                         % (name, tuple(shape)))
+
+
+def _infer_shape(p, in_shapes, aux_shapes):
+    ins = list(in_shapes)
+    names = _arguments(p)
+    d0 = ins[0]
+    if d0 is None:
+        return ins, [None], list(aux_shapes)
+    _check4(names[0], d0)
+    n, c, h, w = d0
+    oh, ow = h * p.scale, w * p.scale
+    if p.sample_type == 'bilinear':
+        if p.num_filter not in (0, c):
+            raise ShapeError('UpSampling: bilinear `num_filter`=%d must equal the channels '
+                             'of data (%d)' % (p.num_filter, c))
+        k, _ = _kernel_pad(p.scale)
+        shape_assign(ins, 1, (c, 1, k, k), 'weight')
+        return ins, [(n, c, oh, ow)], list(aux_shapes)
+    c_out = c
+    for i in range(1, len(ins)):
+        s = ins[i]
+        if s is None:
+            return ins, [None], list(aux_shapes)
+        _check4(names[i], s)
+        if s[0] != n or s[2] == 0 or s[3] == 0 or oh % s[2] or ow % s[3] or \
+                oh // s[2] != ow // s[3]:
+            raise ShapeError('UpSampling: input `%s` of shape %s cannot be scaled to the '
+                             'output size (%d, %d) of input `%s` %s'
+                             % (names[i], tuple(s), oh, ow, names[0], tuple(d0)))
+        if p.multi_input_mode == 'sum':
+            if s[1] != c:
+                raise ShapeError('UpSampling: sum mode needs equal channels; `%s` has %d, '
+                                 '`%s` has %d' % (names[i], s[1], names[0], c))
+        else:
+            c_out += s[1]
+    return ins, [(n, c_out, oh, ow)], list(aux_shapes)
+
+
+def _infer_type(p, in_types, aux_types):
+    ins, outs, aux = same_type(p, in_types, aux_types)
+    return ins, outs, aux
+
+
+# ----------------------------------------------------------------- kernels
+
+@njit(**JIT)
+def _nearest_fwd(x, s, c_off, add, out):
+    n_n, n_c, h, w = x.shape
+    for n in range(n_n):
+        for c in range(n_c):
+            for y in range(h * s):
+                for xx in range(w * s):
+                    v = x[n, c, y // s, xx // s]
+                    if add:
+                        out[n, c_off + c, y, xx] += v
+                    else:
+                        out[n, c_off + c, y, xx] = v
+
+
+@njit(**JIT)
+def _nearest_bwd(og, s, c_off, add, gx):
+    n_n, n_c, h, w = gx.shape
+    for n in range(n_n):
+        for c in range(n_c):
+            for y in range(h):
+                for xx in range(w):
+                    acc = 0.0
+                    for dy in range(s):
+                        for dx in range(s):
+                            acc += og[n, c_off + c, y * s + dy, xx * s + dx]
+                    if add:
+                        gx[n, c, y, xx] += acc
+                    else:
+                        gx[n, c, y, xx] = acc
+
+
+@njit(**JIT)
+def _bilinear_fwd(x, wt, s, pad, out):
+    n_n, n_c, h, w = x.shape
+    k = wt.shape[2]
+    oh, ow = out.shape[2], out.shape[3]
+    for n in range(n_n):
+        for c in range(n_c):
+            for y in range(oh):
+                for xx in range(ow):
+                    out[n, c, y, xx] = 0.0
+            for y in range(h):
+                for xx in range(w):
+                    v = x[n, c, y, xx]
+                    for ky in range(k):
+                        oy = y * s - pad + ky
+                        if oy < 0 or oy >= oh:
+                            continue
+                        for kx in range(k):
+                            ox = xx * s - pad + kx
+                            if 0 <= ox < ow:
+                                out[n, c, oy, ox] += v * wt[c, 0, ky, kx]
+
+
+@njit(**JIT)
+def _bilinear_bwd(x, wt, og, s, pad, gx, mode_x, gw, mode_w):
+    """mode: 0 null, 1 write, 2 add."""
+    n_n, n_c, h, w = x.shape
+    k = wt.shape[2]
+    oh, ow = og.shape[2], og.shape[3]
+    if mode_w == 1:
+        for c in range(n_c):
+            for ky in range(k):
+                for kx in range(k):
+                    gw[c, 0, ky, kx] = 0.0
+    for n in range(n_n):
+        for c in range(n_c):
+            for y in range(h):
+                for xx in range(w):
+                    acc = 0.0
+                    v = x[n, c, y, xx]
+                    for ky in range(k):
+                        oy = y * s - pad + ky
+                        if oy < 0 or oy >= oh:
+                            continue
+                        for kx in range(k):
+                            ox = xx * s - pad + kx
+                            if 0 <= ox < ow:
+                                g = og[n, c, oy, ox]
+                                acc += g * wt[c, 0, ky, kx]
+                                if mode_w != 0:
+                                    gw[c, 0, ky, kx] += g * v
+                    if mode_x == 1:
+                        gx[n, c, y, xx] = acc
+                    elif mode_x == 2:
+                        gx[n, c, y, xx] += acc
+
+
+_MODES = {'null': 0, 'write': 1, 'add': 2}
+
+
+@f16_safe
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    out = outputs[0]
+    if p.sample_type == 'bilinear':
+        _, pad = _kernel_pad(p.scale)
+        _bilinear_fwd(inputs[0], inputs[1], p.scale, pad, out)
+        return
+    oh = out.shape[2]
+    c_off = 0
+    for i, x in enumerate(inputs):
+        add = p.multi_input_mode == 'sum' and i > 0
+        _nearest_fwd(x, oh // x.shape[2], c_off, add, out)
+        if p.multi_input_mode == 'concat':
+            c_off += x.shape[1]
+
+
+@f16_safe
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    og = out_grads[0]
+    if p.sample_type == 'bilinear':
+        if req[0] == 'null' and req[1] == 'null':
+            return
+        _, pad = _kernel_pad(p.scale)
+        gx = in_grads[0] if req[0] != 'null' else inputs[0]
+        gw = in_grads[1] if req[1] != 'null' else inputs[1]
+        _bilinear_bwd(inputs[0], inputs[1], og, p.scale, pad, gx, _MODES[req[0]],
+                      gw, _MODES[req[1]])
+        return
+    oh = og.shape[2]
+    c_off = 0
+    for i, x in enumerate(inputs):
+        if req[i] != 'null':
+            _nearest_bwd(og, oh // x.shape[2], c_off, req[i] == 'add', in_grads[i])
+        if p.multi_input_mode == 'concat':
+            c_off += x.shape[1]
+
+
+# ----------------------------------------------------------------- GPU kernels
+
+def _build_gpu():
+    import_cuda(globals())
+
+    @cuda.jit
+    def nearest_fwd(x, s, c_off, add, out):
+        n_n, n_c, h, w = x.shape
+        oh, ow = h * s, w * s
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, n_n * n_c * oh * ow, stride):
+            xx = e % ow
+            y = (e // ow) % oh
+            c = (e // (ow * oh)) % n_c
+            n = e // (ow * oh * n_c)
+            v = x[n, c, y // s, xx // s]
+            if add:
+                out[n, c_off + c, y, xx] += v
+            else:
+                out[n, c_off + c, y, xx] = v
+
+    @cuda.jit
+    def nearest_bwd(og, s, c_off, add, gx):
+        n_n, n_c, h, w = gx.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, gx.size, stride):
+            xx = e % w
+            y = (e // w) % h
+            c = (e // (w * h)) % n_c
+            n = e // (w * h * n_c)
+            acc = 0.0
+            for dy in range(s):
+                for dx in range(s):
+                    acc += og[n, c_off + c, y * s + dy, xx * s + dx]
+            if add:
+                gx[n, c, y, xx] += acc
+            else:
+                gx[n, c, y, xx] = acc
+
+    @cuda.jit
+    def bilinear_fwd(x, wt, s, pad, out):
+        """Gather form: out[Y] sums x[y] * w[Y + pad - y*s] over the y that reach Y."""
+        n_n, n_c, h, w = x.shape
+        k = wt.shape[2]
+        oh, ow = out.shape[2], out.shape[3]
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, out.size, stride):
+            ox = e % ow
+            oy = (e // ow) % oh
+            c = (e // (ow * oh)) % n_c
+            n = e // (ow * oh * n_c)
+            acc = 0.0
+            for ky in range((oy + pad) % s, k, s):
+                y = (oy + pad - ky) // s
+                if y < 0 or y >= h:
+                    continue
+                for kx in range((ox + pad) % s, k, s):
+                    xx = (ox + pad - kx) // s
+                    if 0 <= xx < w:
+                        acc += x[n, c, y, xx] * wt[c, 0, ky, kx]
+            out[n, c, oy, ox] = acc
+
+    @cuda.jit
+    def bilinear_bwd_data(og, wt, s, pad, add, gx):
+        n_n, n_c, h, w = gx.shape
+        k = wt.shape[2]
+        oh, ow = og.shape[2], og.shape[3]
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, gx.size, stride):
+            xx = e % w
+            y = (e // w) % h
+            c = (e // (w * h)) % n_c
+            n = e // (w * h * n_c)
+            acc = 0.0
+            for ky in range(k):
+                oy = y * s - pad + ky
+                if oy < 0 or oy >= oh:
+                    continue
+                for kx in range(k):
+                    ox = xx * s - pad + kx
+                    if 0 <= ox < ow:
+                        acc += og[n, c, oy, ox] * wt[c, 0, ky, kx]
+            if add:
+                gx[n, c, y, xx] += acc
+            else:
+                gx[n, c, y, xx] = acc
+
+    @cuda.jit
+    def bilinear_bwd_weight(x, og, s, pad, add, gw):
+        n_n, n_c, h, w = x.shape
+        k = gw.shape[2]
+        oh, ow = og.shape[2], og.shape[3]
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for e in range(start, gw.size, stride):
+            kx = e % k
+            ky = (e // k) % k
+            c = e // (k * k)
+            acc = 0.0
+            for n in range(n_n):
+                for y in range(h):
+                    oy = y * s - pad + ky
+                    if oy < 0 or oy >= oh:
+                        continue
+                    for xx in range(w):
+                        ox = xx * s - pad + kx
+                        if 0 <= ox < ow:
+                            acc += x[n, c, y, xx] * og[n, c, oy, ox]
+            if add:
+                gw[c, 0, ky, kx] += acc
+            else:
+                gw[c, 0, ky, kx] = acc
+
+    return dict(nearest_fwd=nearest_fwd, nearest_bwd=nearest_bwd, bilinear_fwd=bilinear_fwd,
+                bilinear_bwd_data=bilinear_bwd_data, bilinear_bwd_weight=bilinear_bwd_weight)
+
+
+_GPU = LazyCudaKernel(_build_gpu)
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    k = _GPU.kernel
+    out = outputs[0]
+    if p.sample_type == 'bilinear':
+        _, pad = _kernel_pad(p.scale)
+        launch_1d(k['bilinear_fwd'], out.size, inputs[0], inputs[1], p.scale, pad, out)
+        return
+    oh = out.shape[2]
+    c_off = 0
+    for i, x in enumerate(inputs):
+        s = oh // x.shape[2]
+        add = p.multi_input_mode == 'sum' and i > 0
+        launch_1d(k['nearest_fwd'], x.size * s * s, x, s, c_off, add, out)
+        if p.multi_input_mode == 'concat':
+            c_off += x.shape[1]
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    k = _GPU.kernel
+    og = out_grads[0]
+    if p.sample_type == 'bilinear':
+        _, pad = _kernel_pad(p.scale)
+        if req[0] != 'null':
+            launch_1d(k['bilinear_bwd_data'], inputs[0].size, og, inputs[1], p.scale, pad,
+                      req[0] == 'add', in_grads[0])
+        if req[1] != 'null':
+            launch_1d(k['bilinear_bwd_weight'], inputs[1].size, inputs[0], og, p.scale, pad,
+                      req[1] == 'add', in_grads[1])
+        return
+    oh = og.shape[2]
+    c_off = 0
+    for i, x in enumerate(inputs):
+        if req[i] != 'null':
+            launch_1d(k['nearest_bwd'], x.size, og, oh // x.shape[2], c_off, req[i] == 'add',
+                      in_grads[i])
+        if p.multi_input_mode == 'concat':
+            c_off += x.shape[1]
+
+
+register_op(OpDef(
+    name='UpSampling',
+    arguments=_arguments,
+    params=UpSamplingParam,
+    infer_shape=_infer_shape,
+    infer_type=_infer_type,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    variadic='num_args',
+    doc=__doc__,
+    input_docs={'arg0': 'First input (nearest), (N, C, H, W).',
+                'data': 'Input (bilinear), (N, C, H, W).',
+                'weight': 'Bilinear kernel (C, 1, K, K).'},
+))
