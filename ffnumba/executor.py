@@ -1,0 +1,699 @@
+"""Executor: a symbol bound to arrays on one context (MXNet ``mx.executor``).
+
+Binding numbers the graph, infers every shape and dtype, allocates one array
+per operator output and, where gradients are needed, one gradient buffer per
+output entry, and precomputes for each node the exact lists of arrays its
+kernels receive. ``forward`` is then a tight loop of
+``fwd(ctx, params, inputs, outputs, aux)`` calls and ``backward`` a loop over
+the nodes in reverse order.
+
+Gradient accumulation: the first contribution to an entry's gradient is
+written (``req='write'``), later ones are added (``'add'``), which sums the
+gradients of an output consumed twice. An argument's first contribution uses
+the user's ``grad_req``. A loss head (``OpDef.is_loss``) ignores head
+gradients; a non-loss head needs ``out_grads``.
+
+One executor may run in one thread while other executors run in others: it
+holds no global mutable state (each node has its own ``OpContext`` and the
+executor its own random generator from ``ff.random.spawn()``).
+"""
+import numpy as np
+
+from .base import FFError, ShapeError, ParamError
+from .context import Context, check_device
+from .dtype import np_dtype
+from .ndarray import ndarray as _nd
+from .ndarray.ndarray import NDArray
+from .ops.registry import OpContext
+from . import random as _random
+from .symbol import infer as _infer
+
+__all__ = ['Executor', 'simple_bind', 'ArgumentError']
+
+_REQS = ('write', 'add', 'null')
+_HEAD_MSG = ('Because the last operator is not Loss function, head_gradient is required when '
+             'calling backward. If you are attempting to minimize the output as an objective, '
+             'please modify your network and pass it through the make_loss symbol.')
+
+
+class ArgumentError(FFError, TypeError):
+    """An argument name that the executor does not have."""
+
+
+def _zeros(shape, dtype, ctx):
+    return _nd.zeros(shape, ctx=ctx, dtype=dtype)
+
+
+def _is_gpu(ctx):
+    return ctx.device_type == 'gpu'
+
+
+def _norm_req(grad_req, names):
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in names}
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(names):
+            raise ParamError('grad_req: a list needs one entry per argument (%d), got %d'
+                             % (len(names), len(grad_req)))
+        reqs = dict(zip(names, grad_req))
+    elif isinstance(grad_req, dict):      # names that are not arguments are ignored (MXNet)
+        reqs = {n: grad_req.get(n, 'null') for n in names}
+    else:
+        raise ParamError('grad_req must be a str, list or dict. Received: grad_req=%r'
+                         % (grad_req,))
+    for n, r in reqs.items():
+        if r == 'inplace':
+            reqs[n] = r = 'write'
+        if r not in _REQS:
+            raise ParamError("grad_req must be one of 'write', 'add', 'null'. Received: "
+                             "grad_req[%r]=%r" % (n, r))
+    return reqs
+
+
+def _arrays(value, names, what, allow_missing):
+    if value is None:
+        return [None] * len(names)
+    if isinstance(value, dict):
+        out = []
+        for n in names:
+            if n in value:
+                out.append(value[n])
+            elif allow_missing:
+                out.append(None)
+            else:
+                raise ValueError('key `%s` is missing in `%s`' % (n, what))
+    elif isinstance(value, (list, tuple)):
+        if len(value) != len(names):
+            raise ValueError('Length of %s does not match the number of %s'
+                             % (what, 'auxiliary states' if what == 'aux_states'
+                                else 'arguments'))
+        out = list(value)
+    else:
+        raise TypeError('Only accept list of NDArrays or dict of str to NDArray for %s' % what)
+    for n, a in zip(names, out):
+        if a is not None and not isinstance(a, NDArray):
+            raise TypeError('%s[%r] must be an NDArray, got %s' % (what, n, type(a).__name__))
+    return out
+
+
+class _Rec:
+    """Precomputed call of one operator node."""
+
+    __slots__ = ('nid', 'name', 'fwd', 'bwd', 'p', 'ctx', 'ins', 'outs', 'aux', 'ograds',
+                 'igrads', 'reqs', 'post', 'out_names')
+
+
+class Executor:
+    """A symbol bound to arrays on one context.
+
+    Parameters
+    ----------
+    symbol : Symbol
+    ctx : Context
+    args : list or dict of NDArray
+        Argument arrays (``list_arguments()`` order, or by name). Owned by the caller.
+    args_grad : list or dict of NDArray, optional
+        Gradient arrays; ``None`` means no gradients. A dict may omit names.
+    grad_req : str, list or dict, default 'write'
+        ``'write'``, ``'add'`` or ``'null'`` for all, per argument in order,
+        or by name (missing names are ``'null'``).
+    aux_states : list or dict of NDArray, optional
+        Required when the symbol has auxiliary states.
+    shared_exec : Executor, optional
+        Accepted for MXNet compatibility (memory pools are not shared).
+
+    Raises
+    ------
+    FFError
+        For a GPU context without CUDA, arrays on another device, wrong
+        counts, or shapes that do not infer.
+    """
+
+    def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
+                 shared_exec=None):
+        ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
+        check_device(ctx)
+        self._symbol = symbol
+        self._ctx = ctx
+        view = symbol._view()
+        view.check_unique_names()
+        self._view = view
+        arg_names = view.arg_names()
+        aux_names = view.aux_names()
+        self._arg_names, self._aux_names = arg_names, aux_names
+        self._out_names = symbol.list_outputs()
+        self.arg_arrays = _arrays(args, arg_names, 'args', False)
+        grads = _arrays(args_grad, arg_names, 'args_grad', True)
+        if aux_names and aux_states is None:
+            raise ValueError('Length of aux_states does not match the number of auxiliary '
+                             'states: the symbol has %s' % aux_names)
+        self.aux_arrays = _arrays(aux_states, aux_names, 'aux_states', False) \
+            if aux_names else []
+        reqs = _norm_req(grad_req, arg_names)
+        self._grad_req = {n: (reqs[n] if g is not None else 'null')
+                          for n, g in zip(arg_names, grads)}
+        self.grad_arrays = [g if self._grad_req[n] != 'null' else None
+                            for n, g in zip(arg_names, grads)]
+        for n, a in list(zip(arg_names, self.arg_arrays)) + list(zip(aux_names, self.aux_arrays)) \
+                + [(n, g) for n, g in zip(arg_names, self.grad_arrays) if g is not None]:
+            if _is_gpu(a.context) != _is_gpu(ctx) or (_is_gpu(ctx) and a.context != ctx):
+                raise FFError('bind: array %r is on %s but the executor is bound to %s'
+                              % (n, a.context, ctx))
+            if not _is_gpu(ctx) and not a._data.flags.c_contiguous:
+                raise FFError('bind: array %r is not C-contiguous' % n)
+        for n, a, g in zip(arg_names, self.arg_arrays, self.grad_arrays):
+            if g is not None and g.shape != a.shape:
+                raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
+                                 % (n, g.shape, a.shape))
+        self._setup()
+        self._monitor = None
+        self._monitor_all = False
+
+    # ------------------------------------------------------------ planning
+    def _setup(self):
+        view, ctx = self._view, self._ctx
+        known_s = {n: a.shape for n, a in zip(self._arg_names, self.arg_arrays)}
+        known_s.update({n: a.shape for n, a in zip(self._aux_names, self.aux_arrays)})
+        known_t = {n: np.dtype(a.dtype) for n, a in zip(self._arg_names, self.arg_arrays)}
+        known_t.update({n: np.dtype(a.dtype) for n, a in zip(self._aux_names, self.aux_arrays)})
+        shapes = _infer.infer_shapes(view, known_s, use_hints=False)
+        types = _infer.infer_types(view, known_t, use_hints=False)
+        missing = [view.entry_names()[e] for e in range(view.num_entries)
+                   if shapes[e] is None or types[e] is None]
+        if missing:
+            raise ShapeError('bind: cannot infer the shape or type of %s' % missing[:10])
+        self._shapes, self._types = shapes, types
+        nd_of = [None] * view.num_entries
+        for nid, a in zip(view.arg_nodes, self.arg_arrays):
+            nd_of[view.entry_ptr[nid]] = a
+        for nid, a in zip(view.aux_nodes, self.aux_arrays):
+            nd_of[view.entry_ptr[nid]] = a
+        if any(g is not None for g in self.grad_arrays):
+            for nid, node in enumerate(view.nodes):
+                if node.op is None:
+                    continue
+                for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+                    nd_of[e] = _zeros(shapes[e], types[e], ctx)
+        else:
+            _plan_inference_memory(view, shapes, types, ctx, nd_of)
+        self._nd_of = nd_of
+        data = [a._data for a in nd_of]
+        self.outputs = [nd_of[e] for e in view.heads]
+        rng = _random.spawn()
+        self._rng = rng
+        # gradient needs per entry
+        need = [False] * view.num_entries
+        gbuf = [None] * view.num_entries
+        self._var_req = {}
+        for nid, name, g in zip(view.arg_nodes, self._arg_names, self.grad_arrays):
+            e = view.entry_ptr[nid]
+            if g is not None:
+                need[e] = True
+                gbuf[e] = g._data
+                self._var_req[e] = self._grad_req[name]
+        node_bwd = [False] * len(view.nodes)
+        for nid, node in enumerate(view.nodes):
+            if node.op is None:
+                continue
+            ents = view.in_entries[nid][:node.num_args]
+            if any(need[e] for e in ents):
+                node_bwd[nid] = True
+                for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+                    need[e] = True
+                    gbuf[e] = _zeros(shapes[e], types[e], ctx)._data
+        self._need, self._gbuf = need, gbuf
+        count = [0] * view.num_entries
+
+        def contrib_req(e):
+            c = count[e]
+            count[e] += 1
+            if e in self._var_req:
+                r = self._var_req[e]
+                return 'add' if (r == 'add' or c > 0) else 'write'
+            return 'write' if c == 0 else 'add'
+
+        # heads: the user's head gradients come first
+        self._head_plan = []
+        self._head_required = []
+        for k, e in enumerate(view.heads):
+            producer = view.nodes[view.entry_node[e]]
+            if not need[e]:
+                continue
+            if producer.op is not None and producer.op.is_loss:
+                continue
+            self._head_required.append(k)
+            self._head_plan.append((k, e, contrib_req(e)))
+        fwd_plan, bwd_plan = [], []
+        for nid, node in enumerate(view.nodes):
+            if node.op is None:
+                continue
+            fwd, bwd = node.op.compute(ctx.device_type)
+            r = _Rec()
+            r.nid, r.name, r.fwd, r.bwd, r.p = nid, node.name, fwd, bwd, node.params
+            r.ctx = OpContext(False, ctx, {}, rng, node.name)
+            ents = view.in_entries[nid]
+            r.ins = [data[e] for e in ents[:node.num_args]]
+            r.aux = [data[e] for e in ents[node.num_args:]]
+            outs = range(view.entry_ptr[nid], view.entry_ptr[nid + 1])
+            r.outs = [data[e] for e in outs]
+            r.out_names = node.output_names()
+            fwd_plan.append(r)
+        for r in reversed(fwd_plan):
+            if not node_bwd[r.nid]:
+                continue
+            node = view.nodes[r.nid]
+            outs = range(view.entry_ptr[r.nid], view.entry_ptr[r.nid + 1])
+            r.ograds = [None] * len(outs) if node.op.is_loss else [gbuf[e] for e in outs]
+            r.igrads, r.reqs, r.post = [], [], []
+            seen = set()
+            for e in view.in_entries[r.nid][:node.num_args]:
+                if not need[e]:
+                    r.igrads.append(None)
+                    r.reqs.append('null')
+                    continue
+                req = contrib_req(e)
+                if e in seen:
+                    tmp = _zeros(shapes[e], types[e], ctx)._data
+                    r.igrads.append(tmp)
+                    r.reqs.append('write')
+                    r.post.append((tmp, gbuf[e]))
+                else:
+                    seen.add(e)
+                    r.igrads.append(gbuf[e])
+                    r.reqs.append(req)
+            bwd_plan.append(r)
+        self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
+
+    # ------------------------------------------------------------ running
+    def forward(self, is_train=False, **kwargs):
+        """Run the graph; ``kwargs`` are copied into the argument arrays first.
+
+        Returns
+        -------
+        list of NDArray
+            :attr:`outputs`.
+
+        Raises
+        ------
+        ArgumentError
+            For a name that is not an argument.
+        ShapeError
+            ``Shape not match! Argument data, need: (3, 4), received: (2, 4)``.
+        """
+        if kwargs:
+            arg_dict = self.arg_dict
+            for name, value in kwargs.items():
+                if name not in arg_dict:
+                    raise ArgumentError('Unknown argument %s; arguments are %s'
+                                        % (name, self._arg_names))
+                dst = arg_dict[name]
+                shape = tuple(value.shape)
+                if shape != dst.shape:
+                    raise ShapeError('Shape not match! Argument %s, need: %s, received: %s'
+                                     % (name, dst.shape, shape))
+                if isinstance(value, NDArray):
+                    if value is not dst:
+                        if _is_gpu(value.context) or _is_gpu(dst.context):
+                            dst._set(value.asnumpy())
+                        else:
+                            dst._data[...] = value._data
+                else:
+                    dst._set(np.asarray(value))
+        monitor = self._monitor
+        for r in self._fwd_plan:
+            r.ctx.is_train = is_train
+            try:
+                r.fwd(r.ctx, r.p, r.ins, r.outs, r.aux)
+            except Exception as e:  # name the node; never leak a bare kernel traceback
+                _reraise(self._view.nodes[r.nid], 'forward', e)
+            if monitor is not None:
+                self._run_monitor(r)
+        return self.outputs
+
+    def _run_monitor(self, r):
+        ctx = self._ctx
+        for name, a in zip(r.out_names, r.outs):
+            self._monitor(name, NDArray(a, ctx))
+        if self._monitor_all:
+            node = self._view.nodes[r.nid]
+            names = node.arg_names() + node.aux_names()
+            for name, a in zip(names, r.ins + r.aux):
+                self._monitor('%s_%s' % (node.name, name), NDArray(a, ctx))
+
+    def backward(self, out_grads=None, is_train=True):
+        """Compute gradients into :attr:`grad_arrays` per ``grad_req``.
+
+        Parameters
+        ----------
+        out_grads : NDArray, list or dict of NDArray, optional
+            Head gradients (by output order or name). Required for every head
+            that is not a loss op.
+
+        Raises
+        ------
+        FFError
+            When a non-loss head has no gradient.
+        """
+        ograds = self._norm_out_grads(out_grads)
+        for k, e, req in self._head_plan:
+            g = ograds[k]
+            if g is None:
+                raise FFError(_HEAD_MSG)
+            dst = self._gbuf[e]
+            if tuple(g.shape) != tuple(dst.shape):
+                raise ShapeError('backward: out_grads[%d] (%s) has shape %s, output has %s'
+                                 % (k, self._out_names[k], tuple(g.shape), tuple(dst.shape)))
+            self._assign(dst, g, req)
+        gpu = _is_gpu(self._ctx)
+        for r in self._bwd_plan:
+            r.ctx.is_train = is_train
+            try:
+                r.bwd(r.ctx, r.p, r.ograds, r.ins, r.outs, r.igrads, r.reqs, r.aux)
+            except Exception as e:
+                _reraise(self._view.nodes[r.nid], 'backward', e)
+            for tmp, dst in r.post:
+                if gpu:
+                    dst.copy_to_device(dst.copy_to_host() + tmp.copy_to_host())
+                else:
+                    dst += tmp
+
+    def _assign(self, dst, g, req):
+        if _is_gpu(self._ctx):
+            host = g.asnumpy() if isinstance(g, NDArray) else np.asarray(g)
+            host = host.astype(dst.dtype)
+            if req == 'add':
+                host = dst.copy_to_host() + host
+            dst.copy_to_device(np.ascontiguousarray(host))
+            return
+        src = g._data if isinstance(g, NDArray) and not _is_gpu(g.context) else np.asarray(g)
+        if req == 'write':
+            dst[...] = src
+        else:
+            dst += src
+
+    def _norm_out_grads(self, out_grads):
+        n = len(self._out_names)
+        if out_grads is None:
+            return [None] * n
+        if isinstance(out_grads, (NDArray, np.ndarray)):
+            out_grads = [out_grads]
+        if isinstance(out_grads, dict):
+            for k in out_grads:
+                if k not in self._out_names:
+                    raise ArgumentError('backward: %r is not an output; outputs are %s'
+                                        % (k, self._out_names))
+            return [out_grads.get(name) for name in self._out_names]
+        out_grads = list(out_grads)
+        if len(out_grads) > n:
+            raise ValueError('backward: %d out_grads for %d outputs' % (len(out_grads), n))
+        return out_grads + [None] * (n - len(out_grads))
+
+    # ------------------------------------------------------------ views
+    @property
+    def arg_dict(self):
+        """Argument arrays by name."""
+        return dict(zip(self._arg_names, self.arg_arrays))
+
+    @property
+    def grad_dict(self):
+        """Gradient arrays by argument name (``None`` where grad_req is 'null')."""
+        return dict(zip(self._arg_names, self.grad_arrays))
+
+    @property
+    def aux_dict(self):
+        """Auxiliary-state arrays by name."""
+        return dict(zip(self._aux_names, self.aux_arrays))
+
+    @property
+    def output_dict(self):
+        """Output arrays by output name."""
+        return dict(zip(self._out_names, self.outputs))
+
+    @property
+    def grad_req(self):
+        """The effective grad_req per argument name."""
+        return dict(self._grad_req)
+
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call ``callback(name, NDArray)`` for every operator output after it runs.
+
+        With ``monitor_all``, the operator's inputs are reported too.
+        """
+        self._monitor = callback
+        self._monitor_all = bool(monitor_all)
+
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
+        """Copy parameter values into this executor's arrays (cast to their dtype).
+
+        Raises
+        ------
+        ParamError
+            ``Find name "foo" that is not in the arguments`` unless ``allow_extra_params``.
+        """
+        arg_dict, aux_dict = self.arg_dict, self.aux_dict
+        for name, arr in (arg_params or {}).items():
+            if name in arg_dict:
+                _copy_into(arr, arg_dict[name], name)
+            elif not allow_extra_params:
+                raise ParamError('Find name "%s" that is not in the arguments' % name)
+        for name, arr in (aux_params or {}).items():
+            if name in aux_dict:
+                _copy_into(arr, aux_dict[name], name)
+            elif not allow_extra_params:
+                raise ParamError('Find name %s that is not in the auxiliary states' % name)
+
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new executor for new input shapes, sharing parameter arrays with this one.
+
+        Arrays whose shape is unchanged are shared. A changed array that is
+        not larger reuses this one's memory; a larger one needs
+        ``allow_up_sizing``. Arguments not named in ``kwargs`` may change
+        shape only with ``partial_shaping``.
+
+        Raises
+        ------
+        ShapeError
+            On a forbidden change of shape.
+        """
+        view = self._view
+        shapes = _infer.infer_shapes(view, kwargs, use_hints=False)
+        ctx = self._ctx
+        new_args, new_grads, new_aux = [], [], []
+
+        def remake(name, old, shape, what):
+            if old.shape == shape:
+                return old
+            if name not in kwargs and not partial_shaping:
+                raise ShapeError('Shape of unspecified array %s:%s changed. This can cause the '
+                                 'new executor to not share parameters with the old one. Please '
+                                 'check for error in network. If this is intended, set '
+                                 'partial_shaping=True to suppress this warning.' % (what, name))
+            size = int(np.prod(shape, dtype=np.int64))
+            if size > old.size:
+                if not allow_up_sizing:
+                    raise ShapeError('New shape of %s:%s larger than original. First making a '
+                                     'big executor and then down sizing it is more efficient '
+                                     'than the reverse. If you really want to up size, set '
+                                     'allow_up_sizing=True to enable allocation of new arrays.'
+                                     % (what, name))
+                return _zeros(shape, old.dtype, ctx)
+            return _view_of(old, shape)
+
+        for nid, name, a, g in zip(view.arg_nodes, self._arg_names, self.arg_arrays,
+                                   self.grad_arrays):
+            s = shapes[view.entry_ptr[nid]]
+            if s is None:
+                raise ShapeError('reshape: cannot infer the shape of argument %s' % name)
+            new_args.append(remake(name, a, s, 'arg'))
+            new_grads.append(None if g is None else remake(name, g, s, 'arg'))
+        for nid, name, a in zip(view.aux_nodes, self._aux_names, self.aux_arrays):
+            s = shapes[view.entry_ptr[nid]]
+            if s is None:
+                raise ShapeError('reshape: cannot infer the shape of %s' % name)
+            new_aux.append(remake(name, a, s, 'aux'))
+        grads = None if all(g is None for g in new_grads) else new_grads
+        return Executor(self._symbol, ctx, new_args, grads, self._grad_req, new_aux)
+
+    def debug_str(self):
+        """The symbol's listing plus the memory this executor allocated."""
+        total, seen = 0, set()
+        for a in [x._data for x in self._nd_of] + [g for g in self._gbuf if g is not None]:
+            if id(a) not in seen:
+                seen.add(id(a))
+                total += a.size * np.dtype(a.dtype).itemsize
+        return (self._symbol.debug_str()
+                + 'Total %d MB allocated\nTotal 0 TempSpace resource requested\n'
+                % (total // (1 << 20)))
+
+    def __repr__(self):
+        return '<Executor %s @%s>' % (self._symbol.name or 'group', self._ctx)
+
+
+def _reraise(node, phase, err):
+    """Raise ``err`` again as an FFError naming the node (``Error in operator fc1: ...``)."""
+    msg = str(err)
+    if isinstance(err, FFError):
+        if msg.startswith('Error in operator'):
+            raise err
+        try:
+            new = type(err)('Error in operator %s: %s' % (node.name, msg))
+        except TypeError:
+            new = FFError('Error in operator %s: %s' % (node.name, msg))
+        raise new from err
+    raise FFError('Error in operator %s (%s %s): %s: %s'
+                  % (node.name, node.op.name, phase, type(err).__name__, msg)) from err
+
+
+def _plan_inference_memory(view, shapes, types, ctx, nd_of):
+    """Allocate operator outputs for a gradient-free executor, reusing buffers.
+
+    An intermediate entry's buffer returns to a pool (keyed by shape and
+    dtype) after its last consumer has run; a later entry of the same shape
+    and dtype takes it. Heads are never shared. A node's outputs are taken
+    before its inputs are released, so no kernel sees aliased arrays.
+    """
+    last = {}
+    for nid, node in enumerate(view.nodes):
+        for e in view.in_entries[nid]:
+            last[e] = nid
+    heads = set(view.heads)
+    release = {}
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            if e not in heads:
+                release.setdefault(last.get(e, nid), []).append(e)
+    pool = {}
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            key = (shapes[e], np.dtype(types[e]).str)
+            free = pool.get(key)
+            nd_of[e] = free.pop() if (free and e not in heads) else \
+                _zeros(shapes[e], types[e], ctx)
+        for e in release.get(nid, ()):
+            pool.setdefault((shapes[e], np.dtype(types[e]).str), []).append(nd_of[e])
+
+
+def _copy_into(src, dst, name):
+    if isinstance(src, NDArray):
+        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
+    else:
+        host = np.asarray(src)
+    if tuple(host.shape) != dst.shape:
+        raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
+                         % (name, tuple(host.shape), dst.shape))
+    if _is_gpu(dst.context):
+        dst._set(host.astype(dst._data.dtype))
+    else:
+        dst._data[...] = host
+
+
+def _view_of(arr, shape):
+    """An NDArray of ``shape`` over the first elements of ``arr`` (no copy on the CPU)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    if _is_gpu(arr.context):
+        return _zeros(shape, arr.dtype, arr.context)
+    return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
+
+
+def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
+                shared_exec=None, shared_buffer=None, **kwargs):
+    """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
+
+    Parameters
+    ----------
+    symbol : Symbol
+    ctx : Context
+    grad_req : str, list or dict, default 'write'
+    type_dict : dict of str to dtype, optional
+        Input dtypes; the rest is inferred, float32 where nothing says otherwise.
+    shared_arg_names : list of str, optional
+        Arguments (parameters) whose arrays and gradients are taken from
+        ``shared_exec`` when it has them with the same shape and dtype.
+    shared_exec : Executor, optional
+        The executor to share with (also its auxiliary states, by name).
+    shared_buffer : dict, optional
+        Arrays for the other arguments, by name (gradients under
+        ``'grad of ' + name``). An entry at least as large is reused as a
+        view; otherwise a new array is allocated and stored in the dict.
+    **kwargs : tuple
+        Input shapes by name (names that are not inputs are ignored, as in MXNet).
+
+    Returns
+    -------
+    Executor
+
+    Raises
+    ------
+    ShapeError
+        If some shape cannot be inferred (naming the arguments).
+    """
+    ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
+    check_device(ctx)
+    view = symbol._view()
+    view.check_unique_names()
+    inputs = set(view.arg_names() + view.aux_names())
+    kwargs = {k: v for k, v in kwargs.items() if k in inputs}   # MXNet ignores other names
+    shapes = _infer.infer_shapes(view, kwargs)
+    arg_names, aux_names = view.arg_names(), view.aux_names()
+    unknown = [n for nid, n in zip(view.arg_nodes + view.aux_nodes, arg_names + aux_names)
+               if shapes[view.entry_ptr[nid]] is None]
+    if unknown:
+        raise ShapeError('simple_bind: cannot infer the shapes of %s; give their shapes (or '
+                         'the shapes they depend on) as keyword arguments' % unknown)
+    known_t = {k: np_dtype(v, 'type_dict[%r]' % k) for k, v in (type_dict or {}).items()}
+    types = _infer.infer_types(view, known_t)
+    missing = {n: np.dtype('float32')
+               for nid, n in zip(view.arg_nodes + view.aux_nodes, arg_names + aux_names)
+               if types[view.entry_ptr[nid]] is None}
+    if missing:
+        known_t.update(missing)
+        types = _infer.infer_types(view, known_t)
+    reqs = _norm_req(grad_req, arg_names)
+    shared_names = set(shared_arg_names or ())
+    s_args = shared_exec.arg_dict if shared_exec is not None else {}
+    s_grads = shared_exec.grad_dict if shared_exec is not None else {}
+    s_aux = shared_exec.aux_dict if shared_exec is not None else {}
+
+    def fits(a, shape, dtype):
+        return a is not None and a.shape == shape and np.dtype(a.dtype) == dtype
+
+    def from_buffer(key, shape, dtype):
+        if shared_buffer is None:
+            return _zeros(shape, dtype, ctx)
+        old = shared_buffer.get(key)
+        n = int(np.prod(shape, dtype=np.int64))
+        if old is not None and np.dtype(old.dtype) == dtype and old.size >= n \
+                and old.context == ctx:
+            return old if old.shape == shape else _view_of(old, shape)
+        new = _zeros(shape, dtype, ctx)
+        shared_buffer[key] = new
+        return new
+
+    args, grads = [], []
+    for nid, name in zip(view.arg_nodes, arg_names):
+        e = view.entry_ptr[nid]
+        shape, dtype = shapes[e], types[e]
+        if name in shared_names and fits(s_args.get(name), shape, dtype):
+            a = s_args[name]
+            g = s_grads.get(name)
+            if reqs[name] != 'null' and not fits(g, shape, dtype):
+                g = _zeros(shape, dtype, ctx)
+        elif name in shared_names:
+            a = _zeros(shape, dtype, ctx)
+            g = _zeros(shape, dtype, ctx) if reqs[name] != 'null' else None
+        else:
+            a = from_buffer(name, shape, dtype)
+            g = from_buffer('grad of ' + name, shape, dtype) if reqs[name] != 'null' else None
+        args.append(a)
+        grads.append(g if reqs[name] != 'null' else None)
+    aux = []
+    for nid, name in zip(view.aux_nodes, aux_names):
+        e = view.entry_ptr[nid]
+        shape, dtype = shapes[e], types[e]
+        a = s_aux.get(name)
+        aux.append(a if fits(a, shape, dtype) else _zeros(shape, dtype, ctx))
+    return Executor(symbol, ctx, args, grads, reqs, aux)

@@ -1,0 +1,202 @@
+"""Shape and type inference over a whole graph (fixed point, both directions).
+
+Every entry (a node output) holds a shape or ``None`` (unknown). Variables
+start from the user's shapes and their ``__shape__`` / ``__dtype__`` hints.
+Each operator's ``infer_shape`` fills what it can of its inputs and outputs
+(a FullyConnected fills its weight from its data); the pass sweeps the graph
+forward and backward until nothing changes. An operator whose
+``infer_shape`` also accepts an ``out_shapes`` keyword receives the known
+output shapes, so it can infer inputs from outputs.
+
+A conflict raises :class:`~ffnumba.base.ShapeError` (or
+:class:`~ffnumba.base.DTypeError`) with MXNet's wording:
+``Error in operator fc1: Shape inconsistent, Provided = [9,7], inferred shape=(10,7)``.
+"""
+import ast
+import inspect
+
+import numpy as np
+
+from ..base import FFError, ShapeError, DTypeError
+from ..dtype import code_dtype
+
+__all__ = ['infer_shapes', 'infer_types', 'fmt_provided', 'fmt_inferred']
+
+_ACCEPTS_OUT = {}
+
+
+def _accepts_out(fn):
+    key = id(fn)
+    if key not in _ACCEPTS_OUT:
+        try:
+            sig = inspect.signature(fn)
+            ok = 'out_shapes' in sig.parameters or 'out_types' in sig.parameters
+        except (TypeError, ValueError):
+            ok = False
+        _ACCEPTS_OUT[key] = ok
+    return _ACCEPTS_OUT[key]
+
+
+def fmt_provided(shape):
+    """MXNet's ``[9,7]`` form of a shape."""
+    return '[%s]' % ','.join(str(d) for d in shape)
+
+
+def fmt_inferred(shape):
+    """MXNet's ``(10,7)`` form of a shape."""
+    return '(%s)' % ','.join(str(d) for d in shape)
+
+
+def shape_hint(node):
+    """The ``__shape__`` attr of a variable as a tuple, or None (0 dims are unknown)."""
+    s = node.attrs.get('__shape__')
+    if not s:
+        return None
+    try:
+        val = ast.literal_eval(s)
+    except (ValueError, SyntaxError):
+        return None
+    if isinstance(val, int):
+        val = (val,)
+    val = tuple(int(d) for d in val)
+    if not val or any(d <= 0 for d in val):
+        return None
+    return val
+
+
+def dtype_hint(node):
+    s = node.attrs.get('__dtype__')
+    if s is None:
+        return None
+    try:
+        return code_dtype(int(s))
+    except (ValueError, FFError):
+        return None
+
+
+def _run(view, values, call, merge_err):
+    """Sweep forward and backward over ``view`` until no entry changes."""
+    nodes = view.nodes
+    ops = [i for i, n in enumerate(nodes) if n.op is not None]
+    order = ops + ops[::-1]
+    while True:
+        changed = False
+        for nid in order:
+            node = nodes[nid]
+            ents = view.in_entries[nid]
+            start = view.entry_ptr[nid]
+            nout = view.entry_ptr[nid + 1] - start
+            out_ents = list(range(start, start + nout))
+            nargs = node.num_args
+            ins = [values[e] for e in ents[:nargs]]
+            aux = [values[e] for e in ents[nargs:]]
+            outs = [values[e] for e in out_ents]
+            if all(v is not None for v in ins) and all(v is not None for v in aux) \
+                    and all(v is not None for v in outs):
+                continue
+            try:
+                res = call(node, ins, aux, outs)
+            except FFError as e:
+                raise type(e)('Error in operator %s: %s' % (node.name, e)) from None
+            except (TypeError, IndexError, ValueError, AttributeError):
+                if any(v is None for v in ins + aux):
+                    continue  # the op cannot cope with unknown inputs yet
+                raise
+            if res is None:
+                continue
+            new_in, new_out, new_aux = res
+            new_in = list(new_in) if new_in is not None else []
+            new_aux = list(new_aux) if new_aux is not None else []
+            new_out = list(new_out) if new_out is not None else []
+            if new_out and len(new_out) < nout:
+                new_out = new_out + [new_out[0]] * (nout - len(new_out))
+            pairs = list(zip(ents[:nargs], new_in)) + list(zip(ents[nargs:], new_aux)) + \
+                list(zip(out_ents, new_out))
+            for e, v in pairs:
+                if v is None:
+                    continue
+                cur = values[e]
+                if cur is None:
+                    values[e] = v
+                    changed = True
+                elif cur != v:
+                    raise merge_err(node.name, cur, v)
+        if not changed:
+            return values
+
+
+def infer_shapes(view, known, use_hints=True):
+    """Entry shapes of ``view`` given ``known``: {variable name: shape}.
+
+    Returns
+    -------
+    list
+        One tuple (or None where unknown) per entry.
+
+    Raises
+    ------
+    ShapeError
+        ``Error in operator <node>: ...`` on a conflict.
+    """
+    values = [None] * view.num_entries
+    for nid in view.arg_nodes + view.aux_nodes:
+        node = view.nodes[nid]
+        e = view.entry_ptr[nid]
+        if node.name in known and known[node.name] is not None:
+            values[e] = tuple(int(d) for d in known[node.name])
+        elif use_hints:
+            values[e] = shape_hint(node)
+
+    def call(node, ins, aux, outs):
+        fn = node.op.infer_shape
+        if _accepts_out(fn):
+            return fn(node.params, ins, aux, out_shapes=outs)
+        return fn(node.params, ins, aux)
+
+    def err(name, cur, new):
+        return ShapeError('Error in operator %s: Shape inconsistent, Provided = %s, '
+                          'inferred shape=%s' % (name, fmt_provided(cur), fmt_inferred(new)))
+
+    def call_norm(node, ins, aux, outs):
+        res = call(node, ins, aux, outs)
+        if res is None:
+            return None
+        return tuple([None if s is None else tuple(int(d) for d in s) for s in part]
+                     if part is not None else None for part in res)
+
+    return _run(view, values, call_norm, err)
+
+
+def infer_types(view, known, use_hints=True):
+    """Entry dtypes (``numpy.dtype`` or None) of ``view`` given {name: dtype}.
+
+    Raises
+    ------
+    DTypeError
+        ``Error in operator <node>: ...`` on a conflict.
+    """
+    values = [None] * view.num_entries
+    for nid in view.arg_nodes + view.aux_nodes:
+        node = view.nodes[nid]
+        e = view.entry_ptr[nid]
+        if node.name in known and known[node.name] is not None:
+            values[e] = np.dtype(known[node.name])
+        elif use_hints:
+            values[e] = dtype_hint(node)
+
+    def call(node, ins, aux, outs):
+        fn = node.op.infer_type
+        if _accepts_out(fn):
+            res = fn(node.params, ins, aux, out_types=outs)
+        else:
+            res = fn(node.params, ins, aux)
+        if res is None:
+            return None
+        return tuple([None if t is None else np.dtype(t) for t in part]
+                     if part is not None else None for part in res)
+
+    def err(name, cur, new):
+        return DTypeError('Error in operator %s: Type inconsistent, Provided = %s, '
+                          'inferred type=%s' % (name, np.dtype(cur).name, np.dtype(new).name))
+
+    return _run(view, values, call, err)
