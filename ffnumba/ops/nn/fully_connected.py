@@ -1,0 +1,329 @@
+"""FullyConnected: an affine map ``y = x W^T + b`` (MXNet ``FullyConnected``).
+
+Math
+----
+With ``x`` viewed as a matrix ``(M, K)``, weight ``W`` of shape ``(H, K)`` and
+bias ``b`` of shape ``(H,)``::
+
+    y[m, h] = sum_k x[m, k] * W[h, k] + b[h]
+
+Gradients (``g`` is the head gradient, same shape as ``y``)::
+
+    dx = g W          (M, K)
+    dW = g^T x        (H, K)
+    db = sum_m g      (H,)
+
+Shapes
+------
+==============  ====================  ==================  ================
+mode            data                  weight / bias       output
+==============  ====================  ==================  ================
+flatten=True    ``(N, d1, ..., dk)``  ``(H, K)``, ``(H,)``  ``(N, H)``, K = d1*...*dk
+flatten=False   ``(d0, ..., dk)``     ``(H, dk)``, ``(H,)`` ``(d0, ..., d(k-1), H)``
+==============  ====================  ==================  ================
+
+Shape inference runs both ways: the weight and bias shapes follow from the
+data, and with ``flatten=True`` the batch size follows from a known output.
+
+Source: MXNet 1.x ``FullyConnected`` operator documentation.
+"""
+import numpy as np
+from numba import njit
+
+from ...base import DTypeError, ShapeError
+from ..params import Field, Params
+from ..registry import OpDef, register_op, shape_assign
+from ..templates import JIT, LazyCudaKernel, import_cuda, launch_1d
+
+__all__ = ['FullyConnectedParam']
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+
+
+class FullyConnectedParam(Params):
+    """Parameters of :func:`FullyConnected`."""
+
+    num_hidden = Field(int, doc='Number of hidden units H (output features).', low=1)
+    no_bias = Field(bool, False, 'Whether to leave out the bias term.')
+    flatten = Field(bool, True, 'Whether to flatten every axis but the first of the input '
+                                '(otherwise the map applies to the last axis only).')
+
+
+def _arguments(p):
+    return ['data', 'weight'] if p.no_bias else ['data', 'weight', 'bias']
+
+
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+    """Weight/bias from data, and (flatten) the batch size from the output."""
+    ins = list(in_shapes)
+    names = _arguments(p)
+    H = p.num_hidden
+    d = ins[0]
+    out = None
+    if d is not None:
+        d = tuple(d)
+        if len(d) == 0:
+            raise ShapeError('FullyConnected: data must have at least 1 dimension. '
+                             'Received: data shape %s' % (d,))
+        if p.flatten:
+            K = int(np.prod(d[1:], dtype=np.int64))
+            out = (d[0], H)
+        else:
+            K = d[-1]
+            out = d[:-1] + (H,)
+        shape_assign(ins, 1, (H, K), names[1])
+    elif ins[1] is not None:
+        if len(ins[1]) != 2 or ins[1][0] != H:
+            raise ShapeError('Shape inconsistent for input `weight`, Provided = %s, '
+                             'inferred shape=(%d, K)' % (list(ins[1]), H))
+        known_out = out_shapes[0] if out_shapes else None
+        if p.flatten and known_out is not None and ins[1][1] is not None:
+            # batch size from the output: data taken as (N, K)
+            ins[0] = (known_out[0], ins[1][1])
+            out = (known_out[0], H)
+    if not p.no_bias:
+        shape_assign(ins, 2, (H,), names[2])
+    if ins[1] is not None and (len(ins[1]) != 2 or ins[1][0] != H):
+        raise ShapeError('Shape inconsistent for input `weight`, Provided = %s, '
+                         'inferred shape=(%d, K)' % (list(ins[1]), H))
+    return ins, [out], list(aux_shapes)
+
+
+# ------------------------------------------------------------------ CPU kernels
+
+@njit(**JIT)
+def _fc_forward(x, w, b, out, has_bias):
+    np.dot(x, w.T, out)
+    if has_bias:
+        for m in range(out.shape[0]):
+            for h in range(out.shape[1]):
+                out[m, h] += b[h]
+
+
+@njit(**JIT)
+def _dot_into(a, b, out, scratch, add):
+    """``out = a @ b`` (or ``out += a @ b`` through ``scratch``)."""
+    if add:
+        np.dot(a, b, scratch)
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] += scratch[i, j]
+    else:
+        np.dot(a, b, out)
+
+
+@njit(**JIT)
+def _bias_grad(og, db, add):
+    if not add:
+        for h in range(db.shape[0]):
+            db[h] = 0.0
+    for m in range(og.shape[0]):
+        for h in range(og.shape[1]):
+            db[h] += og[m, h]
+
+
+def _as2d(p, x, H):
+    """The ``(M, K)`` view of the data and the ``(M, H)`` view for outputs."""
+    if p.flatten:
+        M = x.shape[0]
+    else:
+        M = int(np.prod(tuple(x.shape)[:-1], dtype=np.int64))
+    return x.reshape(M, -1), M
+
+
+def _f32(a):
+    """float16 cannot enter @njit code: compute in float32."""
+    return a.astype(np.float32) if a is not None and a.dtype == np.float16 else a
+
+
+def _check_dtypes(ctx, p, arrays):
+    """One dtype for data, weight, bias and output (the BLAS kernels need it)."""
+    names = ['data', 'weight'] + ([] if p.no_bias else ['bias']) + ['output']
+    dt = arrays[0].dtype
+    for n, a in zip(names, arrays):
+        if a.dtype != dt:
+            raise DTypeError('FullyConnected (node %s): `%s` has dtype %s but `data` has %s; '
+                             'all inputs must share one dtype' % (ctx.node_name, n, a.dtype, dt))
+
+
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    _check_dtypes(ctx, p, list(inputs) + [outputs[0]])
+    x, M = _as2d(p, inputs[0], p.num_hidden)
+    w = inputs[1]
+    b = inputs[2] if not p.no_bias else w[0]
+    out = outputs[0].reshape(M, p.num_hidden)
+    if out.dtype == np.float16:
+        tmp = np.empty(out.shape, np.float32)
+        _fc_forward(_f32(x), _f32(w), _f32(b), tmp, not p.no_bias)
+        out[...] = tmp
+    else:
+        _fc_forward(x, w, b, out, not p.no_bias)
+
+
+def _scratch(ctx, key, shape, dtype):
+    buf = ctx.state.get(key) if ctx.state is not None else None
+    if buf is None or buf.shape != shape or buf.dtype != dtype:
+        buf = np.empty(shape, dtype)
+        if ctx.state is not None:
+            ctx.state[key] = buf
+    return buf
+
+
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    H = p.num_hidden
+    x, M = _as2d(p, inputs[0], H)
+    w = inputs[1]
+    og = out_grads[0].reshape(M, H)
+    half = x.dtype == np.float16
+    if half:
+        x, w, og = _f32(x), _f32(w), _f32(og)
+    targets = [(0, x.shape), (1, w.shape)]
+    for i, shape in targets:
+        if req[i] == 'null':
+            continue
+        add = req[i] == 'add'
+        dst = in_grads[i].reshape(shape)
+        work = np.zeros(shape, np.float32) if half else dst
+        scratch = _scratch(ctx, 'fc_scratch%d' % i, shape, work.dtype) if add or half else work
+        if i == 0:
+            _dot_into(og, w, work, scratch, add and not half)
+        else:
+            _dot_into(og.T, x, work, scratch, add and not half)
+        if half:
+            if add:
+                dst += work.astype(np.float16)
+            else:
+                dst[...] = work
+    if not p.no_bias and req[2] != 'null':
+        add = req[2] == 'add'
+        if half:
+            db = np.zeros(H, np.float32)
+            _bias_grad(og, db, False)
+            if add:
+                in_grads[2] += db.astype(np.float16)
+            else:
+                in_grads[2][...] = db
+        else:
+            _bias_grad(og, in_grads[2], add)
+
+
+# ------------------------------------------------------------------ GPU kernels
+
+def _build_fwd():
+    import_cuda(globals())
+
+    @cuda.jit
+    def k(x, w, b, out, has_bias):
+        M, H = out.shape
+        K = x.shape[1]
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for t in range(start, M * H, stride):
+            m = t // H
+            h = t - m * H
+            acc = 0.0
+            for j in range(K):
+                acc += x[m, j] * w[h, j]
+            if has_bias:
+                acc += b[h]
+            out[m, h] = acc
+    return k
+
+
+def _build_dx():
+    import_cuda(globals())
+
+    @cuda.jit
+    def k(og, w, dx, add):
+        M, K = dx.shape
+        H = og.shape[1]
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for t in range(start, M * K, stride):
+            m = t // K
+            j = t - m * K
+            acc = 0.0
+            for h in range(H):
+                acc += og[m, h] * w[h, j]
+            if add:
+                dx[m, j] += acc
+            else:
+                dx[m, j] = acc
+    return k
+
+
+def _build_dw():
+    import_cuda(globals())
+
+    @cuda.jit
+    def k(og, x, dw, add):
+        H, K = dw.shape
+        M = og.shape[0]
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for t in range(start, H * K, stride):
+            h = t // K
+            j = t - h * K
+            acc = 0.0
+            for m in range(M):
+                acc += og[m, h] * x[m, j]
+            if add:
+                dw[h, j] += acc
+            else:
+                dw[h, j] = acc
+    return k
+
+
+def _build_db():
+    import_cuda(globals())
+
+    @cuda.jit
+    def k(og, db, add):
+        M, H = og.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for h in range(start, H, stride):
+            acc = 0.0
+            for m in range(M):
+                acc += og[m, h]
+            if add:
+                db[h] += acc
+            else:
+                db[h] = acc
+    return k
+
+
+_gpu_fwd, _gpu_dx = LazyCudaKernel(_build_fwd), LazyCudaKernel(_build_dx)
+_gpu_dw, _gpu_db = LazyCudaKernel(_build_dw), LazyCudaKernel(_build_db)
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    H = p.num_hidden
+    x, M = _as2d(p, inputs[0], H)
+    w = inputs[1]
+    b = inputs[2] if not p.no_bias else w[0]
+    out = outputs[0].reshape(M, H)
+    _gpu_fwd.launch(M * H, x, w, b, out, not p.no_bias)
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    H = p.num_hidden
+    x, M = _as2d(p, inputs[0], H)
+    w = inputs[1]
+    og = out_grads[0].reshape(M, H)
+    if req[0] != 'null':
+        _gpu_dx.launch(x.size, og, w, in_grads[0].reshape(x.shape), req[0] == 'add')
+    if req[1] != 'null':
+        _gpu_dw.launch(w.size, og, x, in_grads[1], req[1] == 'add')
+    if not p.no_bias and req[2] != 'null':
+        launch_1d(_gpu_db.kernel, H, og, in_grads[2], req[2] == 'add')
+
+
+register_op(OpDef(
+    name='FullyConnected',
+    arguments=_arguments,
+    infer_shape=_infer_shape,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    params=FullyConnectedParam,
+    doc=__doc__,
+    input_docs={'data': 'Input data.',
+                'weight': 'Weight matrix (num_hidden, K).',
+                'bias': 'Bias vector (num_hidden,).'},
+))
