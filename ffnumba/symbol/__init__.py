@@ -9,7 +9,43 @@ from .. import ops as _ops  # noqa: F401  (registers every operator)
 from .symbol import Symbol, Variable, var, Group, load, load_json, make_op_symbol
 from . import op_functions as _op_functions
 
-__all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json']
+__all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
+           'pow', 'power']
+
+
+def _sym_or_scalar(left, right, sym_op, scalar_op, fallback):
+    if isinstance(left, Symbol):
+        return left._bin(right, sym_op, sym_op, scalar_op, scalar_op.replace('_scalar', 'scalar'))
+    if isinstance(right, Symbol):
+        # max/min are symmetric, so the scalar op works with the operands swapped
+        return right._bin(left, sym_op, sym_op, scalar_op, scalar_op.replace('_scalar', 'scalar'))
+    return fallback(left, right)
+
+
+def maximum(left, right):
+    """Elementwise maximum of two symbols (same shape) or a symbol and a number.
+
+    MXNet ``mx.sym.maximum``: ``_maximum`` for two symbols, ``_maximum_scalar``
+    with one number; two numbers give the Python ``max``.
+    """
+    return _sym_or_scalar(left, right, '_maximum', '_maximum_scalar', max)
+
+
+def minimum(left, right):
+    """Elementwise minimum of two symbols (same shape) or a symbol and a number."""
+    return _sym_or_scalar(left, right, '_minimum', '_minimum_scalar', min)
+
+
+def pow(base, exp):
+    """``base ** exp`` for symbols and numbers (MXNet ``mx.sym.pow``)."""
+    if isinstance(base, Symbol):
+        return base ** exp
+    if isinstance(exp, Symbol):
+        return exp.__rpow__(base)
+    return base ** exp
+
+
+power = pow
 
 _op_functions.populate(globals())
 
