@@ -5,6 +5,8 @@ function per registered operator and alias (``ff.sym.FullyConnected``,
 ``ff.sym.split``...). Operators registered later are reachable too: a
 module-level ``__getattr__`` builds their function on first use.
 """
+import builtins as _builtins
+
 from .. import ops as _ops  # noqa: F401  (registers every operator)
 from .symbol import Symbol, Variable, var, Group, load, load_json, make_op_symbol
 from . import op_functions as _op_functions
@@ -28,12 +30,12 @@ def maximum(left, right):
     MXNet ``mx.sym.maximum``: ``_maximum`` for two symbols, ``_maximum_scalar``
     with one number; two numbers give the Python ``max``.
     """
-    return _sym_or_scalar(left, right, '_maximum', '_maximum_scalar', max)
+    return _sym_or_scalar(left, right, '_maximum', '_maximum_scalar', _builtins.max)
 
 
 def minimum(left, right):
     """Elementwise minimum of two symbols (same shape) or a symbol and a number."""
-    return _sym_or_scalar(left, right, '_minimum', '_minimum_scalar', min)
+    return _sym_or_scalar(left, right, '_minimum', '_minimum_scalar', _builtins.min)
 
 
 def pow(base, exp):
@@ -42,7 +44,7 @@ def pow(base, exp):
         return base ** exp
     if isinstance(exp, Symbol):
         return exp.__rpow__(base)
-    return base ** exp
+    return _builtins.pow(base, exp)
 
 
 power = pow
