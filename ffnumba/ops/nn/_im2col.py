@@ -1,0 +1,314 @@
+"""Shared convolution machinery: im2col / col2im and the batched GEMM drivers.
+
+Every convolution-like op here (Convolution, Deconvolution) is expressed on
+one *conv geometry* between an **image-space** tensor ``X`` of shape
+``(N, Cin, D, H, W)`` and a **column-space** tensor ``Y`` of shape
+``(N, Cout, OD, OH, OW)`` (1-D and 2-D ops use unit leading spatial dims)::
+
+    Y[n, g*Fg + f, o] = sum_{c, k} W[g, f, c*K + k] * X[n, g*Cg + c, o*s - p + k*d]
+
+with ``G`` groups, ``Fg = Cout / G``, ``Cg = Cin / G`` and ``K`` the kernel
+volume. Two drivers cover both ops:
+
+* :func:`conv_forward`   ``Y (+)= conv(X, W)``           (Convolution forward,
+  Deconvolution backward-data);
+* :func:`conv_backward`  ``dX (+)= conv^T(Y, W)`` and ``dW (+)= Y col(X)^T``
+  (Convolution backward, Deconvolution forward and weight gradient).
+
+``im2col`` unrolls a chunk of ``nb`` samples of one group into a matrix
+``col`` of shape ``(Cg*K, nb*P)`` (``P = OD*OH*OW``), so each group of each
+chunk costs one BLAS GEMM (``np.dot`` inside ``@njit``). Chunks keep ``col``
+cache-sized. All kernels are ``nogil``: two executors in two threads run in
+parallel. Hot copy loops index with unsigned integers, which lets LLVM drop
+numba's negative-index wraparound and vectorise them.
+
+Source: K. Chellapilla, S. Puri, P. Simard, "High Performance Convolutional
+Neural Networks for Document Processing" (2006), the im2col formulation MXNet
+uses on the CPU.
+"""
+import numpy as np
+from numba import njit
+
+from ..templates import JIT
+
+__all__ = ['geometry', 'as5d', 'buffer', 'chunk_size', 'conv_forward', 'conv_backward',
+           'add_bias', 'bias_grad', 'im2col', 'col2im', 'MODES']
+
+#: ``req`` string -> kernel mode code.
+MODES = {'null': 0, 'write': 1, 'add': 2}
+#: Target number of elements of one ``col`` chunk (keeps it in the L2 cache).
+COL_CHUNK_ELEMS = 1 << 17
+
+
+def as5d(shape):
+    """``(N, C, *spatial)`` padded to ``(N, C, D, H, W)`` with unit dims."""
+    shape = tuple(int(s) for s in shape)
+    return shape[:2] + (1,) * (5 - len(shape)) + shape[2:]
+
+
+def _pad3(t, fill):
+    t = tuple(int(v) for v in t)
+    return (fill,) * (3 - len(t)) + t
+
+
+def geometry(kernel, stride, pad, dilate, out_spatial):
+    """The 15-int tuple the kernels take: ``k(3), s(3), p(3), d(3), o(3)``."""
+    return (_pad3(kernel, 1) + _pad3(stride, 1) + _pad3(pad, 0) + _pad3(dilate, 1)
+            + _pad3(out_spatial, 1))
+
+
+def chunk_size(n, rows, p):
+    """Samples per chunk so a ``(rows, nb * p)`` column matrix stays cache-sized."""
+    return int(max(1, min(n, COL_CHUNK_ELEMS // max(1, rows * p))))
+
+
+def buffer(state, name, size, dtype):
+    """A 1-D scratch array of ``size`` elements kept in ``state`` (grown on demand)."""
+    dtype = np.dtype(dtype)
+    key = ('_conv_buf', name, dtype.str)
+    buf = state.get(key) if state is not None else None
+    if buf is None or buf.size < size:
+        buf = np.empty(max(1, size), dtype)
+        if state is not None:
+            state[key] = buf
+    return buf[:max(1, size)]
+
+
+# ---------------------------------------------------------------- im2col / col2im
+
+@njit(**JIT)
+def _valid(o_n, s, p, k, d, i_n):
+    """Output range ``[lo, hi)`` whose input index ``o*s - p + k*d`` is in ``[0, i_n)``."""
+    off = k * d - p
+    lo = 0
+    if off < 0:
+        lo = (-off + s - 1) // s
+    hi = 0
+    if i_n - off > 0:
+        hi = (i_n - off - 1) // s + 1
+    if hi > o_n:
+        hi = o_n
+    if lo > hi:
+        lo = hi
+    return lo, hi
+
+
+@njit(**JIT)
+def _zero(dst, start, n):
+    z = dst.dtype.type(0)
+    u = np.uint64(start)
+    for i in range(np.uint64(n)):
+        dst[u + i] = z
+
+
+@njit(**JIT)
+def im2col(xf, dims, n0, nb, c0, cg, g, colf):
+    """Unroll samples ``n0..n0+nb`` and channels ``c0..c0+cg`` of flat ``xf`` into ``colf``.
+
+    ``colf`` is the flat ``(cg*K, nb*P)`` column matrix; ``dims`` the 5-D
+    shape of ``xf``; ``g`` the :func:`geometry` tuple.
+    """
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
+    KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
+    P = OD * OH * OW
+    L = nb * P
+    HW = H * W
+    usw = np.uint64(SW)
+    for b in range(nb):
+        for c in range(cg):
+            xbase = ((n0 + b) * C + c0 + c) * D * HW
+            for kd in range(KD):
+                dlo, dhi = _valid(OD, SD, PD, kd, DD, D)
+                for kh in range(KH):
+                    hlo, hhi = _valid(OH, SH, PH, kh, DH, H)
+                    for kw in range(KW):
+                        wlo, whi = _valid(OW, SW, PW, kw, DW, W)
+                        row = ((c * KD + kd) * KH + kh) * KW + kw
+                        q = row * L + b * P
+                        for od in range(OD):
+                            if od < dlo or od >= dhi:
+                                _zero(colf, q, OH * OW)
+                                q += OH * OW
+                                continue
+                            dbase = xbase + (od * SD - PD + kd * DD) * HW
+                            for oh in range(OH):
+                                if oh < hlo or oh >= hhi:
+                                    _zero(colf, q, OW)
+                                else:
+                                    _zero(colf, q, wlo)
+                                    src = dbase + (oh * SH - PH + kh * DH) * W + kw * DW - PW
+                                    uq = np.uint64(q)
+                                    us = np.uint64(src)
+                                    for ow in range(np.uint64(wlo), np.uint64(whi)):
+                                        colf[uq + ow] = xf[us + ow * usw]
+                                    _zero(colf, q + whi, OW - whi)
+                                q += OW
+
+
+@njit(**JIT)
+def col2im(colf, dims, n0, nb, c0, cg, g, xf):
+    """Scatter-add the flat column matrix ``colf`` back into flat image ``xf``."""
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
+    KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
+    P = OD * OH * OW
+    L = nb * P
+    HW = H * W
+    usw = np.uint64(SW)
+    for b in range(nb):
+        for c in range(cg):
+            xbase = ((n0 + b) * C + c0 + c) * D * HW
+            for kd in range(KD):
+                dlo, dhi = _valid(OD, SD, PD, kd, DD, D)
+                for kh in range(KH):
+                    hlo, hhi = _valid(OH, SH, PH, kh, DH, H)
+                    for kw in range(KW):
+                        wlo, whi = _valid(OW, SW, PW, kw, DW, W)
+                        row = ((c * KD + kd) * KH + kh) * KW + kw
+                        for od in range(dlo, dhi):
+                            dbase = xbase + (od * SD - PD + kd * DD) * HW
+                            for oh in range(hlo, hhi):
+                                q = row * L + b * P + (od * OH + oh) * OW
+                                dst = dbase + (oh * SH - PH + kh * DH) * W + kw * DW - PW
+                                uq = np.uint64(q)
+                                ud = np.uint64(dst)
+                                for ow in range(np.uint64(wlo), np.uint64(whi)):
+                                    xf[ud + ow * usw] += colf[uq + ow]
+
+
+# ---------------------------------------------------------------- gather / scatter
+
+@njit(**JIT)
+def _gather(y, n0, nb, f0, fg, tmp):
+    """``tmp[f, b*P + p] = y[n0 + b, f0 + f, p]``."""
+    P = y.shape[2]
+    up = np.uint64(P)
+    for b in range(nb):
+        for f in range(fg):
+            src = y[n0 + b, f0 + f]
+            dst = tmp[f]
+            off = np.uint64(b * P)
+            for i in range(up):
+                dst[off + i] = src[i]
+
+
+@njit(**JIT)
+def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias):
+    """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``."""
+    P = y.shape[2]
+    up = np.uint64(P)
+    for b in range(nb):
+        for f in range(fg):
+            dst = y[n0 + b, f0 + f]
+            src = tmp[f]
+            off = np.uint64(b * P)
+            v = bias[f0 + f] if has_bias else bias.dtype.type(0)
+            if add:
+                for i in range(up):
+                    dst[i] += src[off + i] + v
+            else:
+                for i in range(up):
+                    dst[i] = src[off + i] + v
+
+
+# ---------------------------------------------------------------- drivers
+
+@njit(**JIT)
+def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g):
+    """``y (+)= conv(x, w) (+ bias)``.
+
+    ``xf``: flat image ``(N, Cin, D, H, W)`` (shape in ``dims``); ``w3``:
+    ``(G, Fg, Cg*K)``; ``y``: ``(N, G*Fg, P)``; ``bias``: ``(G*Fg,)`` (read
+    only when ``has_bias``); ``colbuf`` / ``tmpbuf``: flat scratch of at
+    least ``Cg*K*nbmax*P`` / ``Fg*nbmax*P`` elements.
+    """
+    N, C = dims[0], dims[1]
+    G, Fg, CK = w3.shape
+    cg = C // G
+    P = y.shape[2]
+    for n0 in range(0, N, nbmax):
+        nb = min(nbmax, N - n0)
+        colf = colbuf[:CK * nb * P]
+        col = colf.reshape((CK, nb * P))
+        for j in range(G):
+            im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+            if nb == 1 and not add:
+                yj = y[n0, j * Fg:(j + 1) * Fg]
+                np.dot(w3[j], col, yj)
+                if has_bias:
+                    for f in range(Fg):
+                        v = bias[j * Fg + f]
+                        row = yj[f]
+                        for i in range(np.uint64(P)):
+                            row[i] += v
+            else:
+                tmp = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
+                np.dot(w3[j], col, tmp)
+                _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias)
+
+
+@njit(**JIT)
+def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
+                  nbmax, g):
+    """Gradients of ``y = conv(x, w)``: ``dx`` (col2im of ``w^T dy``) and ``dw``.
+
+    Modes are 0 (null), 1 (write), 2 (add). ``xf`` is only read when
+    ``mode_dw`` is set and ``dxf`` only written when ``mode_dx`` is set (pass
+    any 1-element array otherwise). ``partbuf`` holds ``Fg*Cg*K`` elements.
+    """
+    N, C = dims[0], dims[1]
+    G, Fg, CK = w3.shape
+    cg = C // G
+    P = dy.shape[2]
+    if mode_dx == 1:
+        dxf[:] = 0
+    if mode_dw == 1:
+        dw3[:] = 0
+    part = partbuf[:Fg * CK].reshape((CK, Fg))   # dw^T of one chunk: col @ dy^T is the faster GEMM
+    for n0 in range(0, N, nbmax):
+        nb = min(nbmax, N - n0)
+        colf = colbuf[:CK * nb * P]
+        col = colf.reshape((CK, nb * P))
+        for j in range(G):
+            if nb == 1:
+                dyt = dy[n0, j * Fg:(j + 1) * Fg]
+            else:
+                dyt = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
+                _gather(dy, n0, nb, j * Fg, Fg, dyt)
+            if mode_dw != 0:
+                im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+                np.dot(col, dyt.T, part)
+                dwj = dw3[j]
+                for f in range(Fg):
+                    for r in range(CK):
+                        dwj[f, r] += part[r, f]
+            if mode_dx != 0:
+                np.dot(w3[j].T, dyt, col)
+                col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
+
+
+@njit(**JIT)
+def add_bias(y, b):
+    """``y[n, f, :] += b[f]`` for ``y`` of shape ``(N, F, P)``."""
+    N, F, P = y.shape
+    for n in range(N):
+        for f in range(F):
+            v = b[f]
+            row = y[n, f]
+            for i in range(np.uint64(P)):
+                row[i] += v
+
+
+@njit(**JIT)
+def bias_grad(dy, db, add):
+    """``db (+)= sum over n and p of dy[n, :, p]``."""
+    N, F, P = dy.shape
+    for f in range(F):
+        acc = 0.0
+        for n in range(N):
+            row = dy[n, f]
+            for i in range(np.uint64(P)):
+                acc += row[i]
+        if add:
+            db[f] += acc
+        else:
+            db[f] = acc

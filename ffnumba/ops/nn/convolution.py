@@ -1,0 +1,279 @@
+"""Convolution: N-D cross-correlation of NC(D)(H)W data with a filter bank.
+
+Math
+----
+With ``G = num_group`` groups, ``Cg = C / G`` input and ``Fg = F / G`` output
+channels per group, stride ``s``, padding ``p`` and dilation ``d``::
+
+    out[n, g*Fg + f, o] = bias[g*Fg + f]
+        + sum_{c < Cg, k} weight[g*Fg + f, c, k] * data[n, g*Cg + c, o*s - p + k*d]
+
+(zero outside the input). Per spatial dim the output size is::
+
+    o = floor((i + 2p - d(k - 1) - 1) / s) + 1
+
+Gradients: ``d data`` is the transposed convolution of the head gradient,
+``d weight`` correlates the head gradient with the input, ``d bias`` sums the
+head gradient over the batch and every spatial position.
+
+Shapes
+------
+=======  ====================  =====================  ==========  ==================
+kernel   data                  weight                 bias        output
+=======  ====================  =====================  ==========  ==================
+(k,)     ``(N, C, W)``         ``(F, C/G, k)``        ``(F,)``    ``(N, F, ow)``
+(kh,kw)  ``(N, C, H, W)``      ``(F, C/G, kh, kw)``   ``(F,)``    ``(N, F, oh, ow)``
+3-D      ``(N, C, D, H, W)``   ``(F, C/G, kd,kh,kw)`` ``(F,)``    ``(N, F, od, oh, ow)``
+=======  ====================  =====================  ==========  ==================
+
+The weight and bias shapes are inferred from the data. Implementation:
+im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
+``_im2col``); float16 is computed in float32 and cast at the edges. GPU:
+direct one-thread-per-element kernels (``_conv_cuda``).
+
+Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
+Chellapilla et al. (2006).
+"""
+import numpy as np
+
+from ...base import ParamError, ShapeError
+from ..params import Field, Params, Shape
+from ..registry import OpDef, register_op, shape_assign
+from . import _conv_cuda as cc
+from . import _im2col as ic
+
+__all__ = ['ConvolutionParam', 'conv_output_size', 'check_spatial']
+
+_LAYOUTS = ('NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
+_CHANNEL_FIRST = {1: 'NCW', 2: 'NCHW', 3: 'NCDHW'}
+
+
+class ConvolutionParam(Params):
+    """Parameters of :func:`Convolution`."""
+
+    _ignored = ('workspace', 'cudnn_tune', 'cudnn_off')
+
+    kernel = Field(Shape, doc='Kernel size (k,), (kh, kw) or (kd, kh, kw).', low=1)
+    stride = Field(Shape, (), 'Stride per spatial dim; empty means 1 everywhere.', low=1)
+    dilate = Field(Shape, (), 'Dilation per spatial dim; empty means 1 everywhere.', low=1)
+    pad = Field(Shape, (), 'Zero padding on both sides per spatial dim; empty means 0.', low=0)
+    num_filter = Field(int, doc='Number of output channels F.', low=1, high=100000)
+    num_group = Field(int, 1, 'Number of groups G: input and output channels are split '
+                              'into G independent convolutions.', low=1)
+    no_bias = Field(bool, False, 'Whether to leave out the bias term.')
+    layout = Field(str, None, 'Data layout; only channel-first (NCW, NCHW, NCDHW) is '
+                              'supported on the CPU.', choices=_LAYOUTS)
+
+    def validate(self):
+        check_conv_params(self, 'Convolution')
+
+
+def check_conv_params(p, op):
+    """Shared checks of kernel/stride/dilate/pad lengths, groups and layout."""
+    nd = len(p.kernel)
+    if not 1 <= nd <= 3:
+        raise ParamError('%s: `kernel` must be a tuple of 1 to 3 ints. Received: kernel=%r'
+                         % (op, p.kernel))
+    for name in ('stride', 'dilate', 'pad') + (('adj', 'target_shape') if op == 'Deconvolution'
+                                               else ()):
+        v = getattr(p, name)
+        if len(v) not in (0, nd):
+            raise ParamError('%s: `%s` must be empty or have as many entries as `kernel` '
+                             '(%d). Received: %s=%r' % (op, name, nd, name, v))
+    if p.num_filter % p.num_group:
+        raise ParamError('%s: `num_filter` must be a multiple of `num_group` (%d). '
+                         'Received: num_filter=%r' % (op, p.num_group, p.num_filter))
+    if p.layout is not None and p.layout != _CHANNEL_FIRST[nd]:
+        raise ParamError('%s: `layout` must be %r (or None) for a %d-D kernel; other '
+                         'layouts are not supported. Received: layout=%r'
+                         % (op, _CHANNEL_FIRST[nd], nd, p.layout))
+
+
+def spatial_params(p):
+    """``(kernel, stride, pad, dilate)`` with empty tuples filled by defaults."""
+    nd = len(p.kernel)
+    stride = tuple(p.stride) or (1,) * nd
+    pad = tuple(p.pad) or (0,) * nd
+    dilate = tuple(p.dilate) or (1,) * nd
+    return tuple(p.kernel), stride, pad, dilate
+
+
+def conv_output_size(i, k, s, p, d):
+    """``floor((i + 2p - d(k-1) - 1) / s) + 1``."""
+    return (i + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def check_data(op, p, data, what='data'):
+    """Rank and group checks of the data shape; returns it as a tuple."""
+    data = tuple(int(v) for v in data)
+    nd = len(p.kernel)
+    if len(data) != nd + 2:
+        raise ShapeError('%s: `%s` must be %d-D (batch, channel, %d spatial) for a kernel of '
+                         'length %d. Received: %s shape %s'
+                         % (op, what, nd + 2, nd, nd, what, data))
+    if data[1] % p.num_group:
+        raise ShapeError('%s: the channel count of `%s` must be a multiple of num_group=%d. '
+                         'Received: %s shape %s' % (op, what, p.num_group, what, data))
+    return data
+
+
+def check_spatial(op, p, data):
+    """Output spatial sizes of a convolution, or a ShapeError naming the shapes."""
+    kernel, stride, pad, dilate = spatial_params(p)
+    out = []
+    for a, (i, k, s, q, d) in enumerate(zip(data[2:], kernel, stride, pad, dilate)):
+        dk = d * (k - 1) + 1
+        if dk > i + 2 * q:
+            raise ShapeError('%s: the (dilated) kernel exceeds the padded input in spatial dim '
+                             '%d: %d > %d + 2*%d. Received: data shape %s, kernel=%s, pad=%s, '
+                             'dilate=%s' % (op, a, dk, i, q, data, kernel, pad, dilate))
+        out.append(conv_output_size(i, k, s, q, d))
+    return tuple(out)
+
+
+def _arguments(p):
+    return ['data', 'weight'] if p.no_bias else ['data', 'weight', 'bias']
+
+
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+    """Weight and bias from the data; the output from data and params."""
+    ins = list(in_shapes)
+    names = _arguments(p)
+    if not p.no_bias:
+        shape_assign(ins, 2, (p.num_filter,), names[2])
+    if ins[0] is None:
+        return ins, [None], list(aux_shapes)
+    data = check_data('Convolution', p, ins[0])
+    wshape = (p.num_filter, data[1] // p.num_group) + tuple(p.kernel)
+    shape_assign(ins, 1, wshape, names[1])
+    out = (data[0], p.num_filter) + check_spatial('Convolution', p, data)
+    return ins, [out], list(aux_shapes)
+
+
+# ------------------------------------------------------------------ CPU compute
+
+def _f32(a):
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def conv_plan(state, x5, F, G, geom, dtype):
+    """Buffers and chunk size for a conv geometry: ``(nb, colbuf, tmpbuf, partbuf)``."""
+    N, C = x5[0], x5[1]
+    K = geom[0] * geom[1] * geom[2]
+    P = geom[12] * geom[13] * geom[14]
+    rows = C // G * K
+    nb = ic.chunk_size(N, rows, P)
+    colbuf = ic.buffer(state, 'col', rows * nb * P, dtype)
+    tmpbuf = ic.buffer(state, 'tmp', F // G * nb * P, dtype)
+    partbuf = ic.buffer(state, 'part', F // G * rows, dtype)
+    return nb, colbuf, tmpbuf, partbuf
+
+
+def _geom(p, x, y):
+    kernel, stride, pad, dilate = spatial_params(p)
+    return ic.geometry(kernel, stride, pad, dilate, y.shape[2:])
+
+
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    x, w = inputs[0], inputs[1]
+    y = outputs[0]
+    half = y.dtype == np.float16
+    x, w = _f32(x), _f32(w)
+    yw = np.empty(y.shape, np.float32) if half else y
+    G, F = p.num_group, p.num_filter
+    x5 = ic.as5d(x.shape)
+    geom = _geom(p, x, y)
+    state = ctx.state if ctx is not None else None
+    nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype)
+    w3 = w.reshape(G, F // G, -1)
+    y3 = yw.reshape(y.shape[0], F, -1)
+    b = w.reshape(-1) if p.no_bias else _f32(inputs[2])
+    ic.conv_forward(x.reshape(-1), x5, w3, y3, False, b, not p.no_bias, colbuf, tmpbuf, nb, geom)
+    if half:
+        y[...] = yw
+
+
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    x, w = inputs[0], inputs[1]
+    dy = out_grads[0]
+    half = x.dtype == np.float16
+    x, w, dy = _f32(x), _f32(w), _f32(dy)
+    G, F = p.num_group, p.num_filter
+    x5 = ic.as5d(x.shape)
+    geom = _geom(p, x, dy)
+    state = ctx.state if ctx is not None else None
+    nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype)
+    dy3 = dy.reshape(dy.shape[0], F, -1)
+    mode_dx, mode_dw = ic.MODES[req[0]], ic.MODES[req[1]]
+    dx = in_grads[0] if mode_dx else None
+    dw = in_grads[1] if mode_dw else None
+    if half:  # compute in float32 scratch, then write or add into the float16 grads
+        dx = np.zeros(x.shape, np.float32) if mode_dx else None
+        dw = np.zeros(w.shape, np.float32) if mode_dw else None
+    dummy = colbuf[:1]
+    if mode_dx or mode_dw:
+        ic.conv_backward(x.reshape(-1), x5, w.reshape(G, F // G, -1), dy3,
+                         dummy if dx is None else dx.reshape(-1),
+                         w.reshape(G, F // G, -1) if dw is None else dw.reshape(G, F // G, -1),
+                         mode_dx if not half else int(bool(mode_dx)),
+                         mode_dw if not half else int(bool(mode_dw)),
+                         colbuf, tmpbuf, partbuf, nb, geom)
+    if half:
+        for i, g in ((0, dx), (1, dw)):
+            if g is not None:
+                _assign16(in_grads[i], g, req[i])
+    if not p.no_bias and req[2] != 'null':
+        if half:
+            db = np.zeros(F, np.float32)
+            ic.bias_grad(dy3, db, False)
+            _assign16(in_grads[2], db, req[2])
+        else:
+            ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
+
+
+def _assign16(dst, src, req):
+    if req == 'add':
+        dst[...] = (dst.astype(np.float32) + src).astype(dst.dtype)
+    elif req == 'write':
+        dst[...] = src
+
+
+# ------------------------------------------------------------------ GPU compute
+
+def d5(a):
+    """A device (or host) array viewed as 5-D ``(N, C, D, H, W)``."""
+    return a.reshape(*ic.as5d(a.shape))
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    x, w, y = inputs[0], inputs[1], outputs[0]
+    b = w.reshape(w.size) if p.no_bias else inputs[2]
+    cc.conv_y.launch(y.size, d5(x), d5(w), b, d5(y), _geom(p, x, y), not p.no_bias, False)
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    x, w, dy = inputs[0], inputs[1], out_grads[0]
+    geom = _geom(p, x, dy)
+    if req[0] != 'null':
+        cc.conv_x.launch(x.size, d5(dy), d5(w), w.reshape(w.size), d5(in_grads[0]), geom,
+                         False, req[0] == 'add')
+    if req[1] != 'null':
+        cc.conv_w.launch(w.size, d5(x), d5(dy), d5(in_grads[1]), geom, req[1] == 'add')
+    if not p.no_bias and req[2] != 'null':
+        cc.bias_g.launch(p.num_filter, dy.reshape(dy.shape[0], p.num_filter, dy.size //
+                                                  (dy.shape[0] * p.num_filter)),
+                         in_grads[2], req[2] == 'add')
+
+
+register_op(OpDef(
+    name='Convolution',
+    arguments=_arguments,
+    infer_shape=_infer_shape,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    params=ConvolutionParam,
+    doc=__doc__,
+    input_docs={'data': 'Input data (N, C, *spatial).',
+                'weight': 'Filters (num_filter, C/num_group, *kernel).',
+                'bias': 'Bias (num_filter,).'},
+))

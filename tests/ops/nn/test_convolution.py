@@ -1,0 +1,275 @@
+"""Convolution: table-driven checks, shape-inference properties, errors, MXNet goldens."""
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ffnumba.symbol as sym
+from ffnumba.base import ParamError, ShapeError
+from ffnumba.ops.registry import OpContext, get_op
+from ffnumba.testing import OpCase, strategies as fst
+
+from conv_reference import conv_backward, conv_forward
+
+GOLDEN = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'conv_golden.npz')
+
+
+def _ref(p, data, weight, bias=None):
+    return [conv_forward(data, weight, bias, p['kernel'], p.get('stride', ()), p.get('pad', ()),
+                         p.get('dilate', ()), p.get('num_group', 1))]
+
+
+class TestConvolution2D(OpCase):
+    op = 'Convolution'
+    params = [dict(kernel=(3, 3), num_filter=4),
+              dict(kernel=(3, 2), num_filter=2, stride=(2, 1), pad=(1, 2), dilate=(2, 1)),
+              dict(kernel=(2, 2), num_filter=4, num_group=2, no_bias=True, pad=(1, 0))]
+    shapes = [dict(data=(2, 2, 5, 6)), dict(data=(1, 4, 6, 5))]
+
+    def reference(self, p, data, weight, bias=None):
+        return _ref(p, data, weight, bias)
+
+
+class TestConvolution1D(OpCase):
+    op = 'Convolution'
+    params = [dict(kernel=(3,), num_filter=3, stride=(2,), pad=(1,)),
+              dict(kernel=(2,), num_filter=4, dilate=(3,), num_group=2)]
+    shapes = [dict(data=(2, 2, 9))]
+
+    def reference(self, p, data, weight, bias=None):
+        return _ref(p, data, weight, bias)
+
+
+class TestConvolution3D(OpCase):
+    op = 'Convolution'
+    params = [dict(kernel=(2, 2, 2), num_filter=2, stride=(1, 2, 1), pad=(1, 0, 1))]
+    shapes = [dict(data=(2, 2, 3, 4, 3))]
+
+    def reference(self, p, data, weight, bias=None):
+        return _ref(p, data, weight, bias)
+
+
+def _ctx():
+    return OpContext(True, None, {}, np.random.default_rng(0), 'conv')
+
+
+def _run(op_name, p, arrays, head=None, req='write'):
+    """Forward (and backward) through the registry's CPU kernels."""
+    op = get_op(op_name)
+    params = op.parse_params(p)
+    ins, outs, _ = op.infer_shape(params, [a.shape for a in arrays], [])
+    y = np.empty(outs[0], arrays[0].dtype)
+    ctx = _ctx()
+    op.forward['cpu'](ctx, params, arrays, [y], [])
+    if head is None:
+        return y, None
+    grads = [np.zeros_like(a) for a in arrays]
+    op.backward['cpu'](ctx, params, [head], arrays, [y], grads, [req] * len(arrays), [])
+    return y, grads
+
+
+@st.composite
+def _conv_case(draw):
+    nd = draw(st.integers(1, 2))
+    geo = [draw(fst.conv_geometry(max_input=7, max_kernel=4, max_stride=3, max_pad=2,
+                                  max_dilate=2)) for _ in range(nd)]
+    groups = draw(st.integers(1, 2))
+    cin = groups * draw(st.integers(1, 2))
+    nf = groups * draw(st.integers(1, 2))
+    return nd, geo, groups, cin, nf
+
+
+@given(case=_conv_case())
+def test_output_size_property(case):
+    """Closed-form size, real forward size and values, or a ShapeError naming the shapes."""
+    nd, geo, groups, cin, nf = case
+    i, k, s, q, d = (tuple(g[j] for g in geo) for j in range(5))
+    p = dict(kernel=k, stride=s, pad=q, dilate=d, num_filter=nf, num_group=groups)
+    op = get_op('Convolution')
+    params = op.parse_params(p)
+    data = (2, cin) + i
+    fits = all(dd * (kk - 1) + 1 <= ii + 2 * qq for ii, kk, qq, dd in zip(i, k, q, d))
+    if not fits:
+        with pytest.raises(ShapeError) as e:
+            op.infer_shape(params, [data, None, None], [])
+        assert str(data) in str(e.value) and str(k) in str(e.value)
+        return
+    ins, outs, _ = op.infer_shape(params, [data, None, None], [])
+    expected = tuple((ii + 2 * qq - dd * (kk - 1) - 1) // ss + 1
+                     for ii, kk, ss, qq, dd in zip(i, k, s, q, d))
+    assert outs[0] == (2, nf) + expected
+    assert ins[1] == (nf, cin // groups) + k and ins[2] == (nf,)
+    rng = np.random.default_rng(0)
+    vals = [rng.uniform(-1, 1, shp) for shp in ins]
+    y, _ = _run('Convolution', p, vals)
+    assert y.shape == outs[0]
+    np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
+
+
+@given(case=_conv_case(), extra=st.integers(1, 2))
+def test_wrong_weight_shape_names_both(case, extra):
+    nd, geo, groups, cin, nf = case
+    k = tuple(g[1] for g in geo)
+    op = get_op('Convolution')
+    params = op.parse_params(dict(kernel=k, num_filter=nf, num_group=groups, pad=(2,) * nd))
+    data = (1, cin) + tuple(g[0] + 4 for g in geo)
+    bad = (nf + extra, cin // groups) + k
+    with pytest.raises(ShapeError) as e:
+        op.infer_shape(params, [data, bad, None], [])
+    assert str(list(bad)) in str(e.value) and str((nf, cin // groups) + k) in str(e.value)
+
+
+def test_graph_errors_name_node():
+    c = sym.Convolution(sym.Variable('data'), kernel=(5, 5), num_filter=4, name='conv1')
+    with pytest.raises(ShapeError, match='conv1') as e:
+        c.infer_shape(data=(1, 3, 3, 3))
+    assert '(1, 3, 3, 3)' in str(e.value)
+    with pytest.raises(ShapeError, match='conv1'):
+        c.infer_shape(data=(1, 3, 8, 8), conv1_weight=(4, 2, 5, 5))
+
+
+@pytest.mark.parametrize('kw, data, what', [
+    (dict(kernel=(3, 3), num_filter=4, num_group=2), (1, 3, 7, 7), 'num_group'),
+    (dict(kernel=(3, 3), num_filter=4), (1, 4, 7), '4-D'),
+    (dict(kernel=(3,), num_filter=4), (1, 4, 7, 7), '3-D'),
+    (dict(kernel=(3, 3), dilate=(4, 4), num_filter=4), (1, 3, 7, 7), 'exceeds'),
+])
+def test_shape_errors(kw, data, what):
+    op = get_op('Convolution')
+    with pytest.raises(ShapeError) as e:
+        op.infer_shape(op.parse_params(kw), [data, None, None], [])
+    assert what in str(e.value) and str(data) in str(e.value)
+
+
+@pytest.mark.parametrize('kw, field', [
+    (dict(kernel=(3, 3), num_filter=3, num_group=2), 'num_filter'),
+    (dict(kernel=(3, 3), num_filter=4, stride=(2,)), 'stride'),
+    (dict(kernel=(3, 3), num_filter=4, stride=(0, 1)), 'stride'),
+    (dict(kernel=(3, 3), num_filter=0), 'num_filter'),
+    (dict(kernel=(1, 1, 1, 1), num_filter=2), 'kernel'),
+    (dict(kernel=(3, 3), num_filter=4, layout='NHWC'), 'layout'),
+    (dict(num_filter=4), 'kernel'),
+])
+def test_param_errors(kw, field):
+    with pytest.raises(ParamError) as e:
+        get_op('Convolution').parse_params(kw)
+    assert 'Convolution' in str(e.value) and field in str(e.value)
+
+
+def test_ignored_params_are_accepted():
+    p = get_op('Convolution').parse_params(dict(kernel=(3, 3), num_filter=2, workspace=512,
+                                                cudnn_tune='off', cudnn_off=True))
+    assert p.to_attrs()['workspace'] == '512'
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+@pytest.mark.parametrize('req', ['write', 'add', 'null'])
+def test_kernels_dtype_and_req(dtype, req):
+    p = dict(kernel=(3, 3), num_filter=4, num_group=2, stride=(2, 1), pad=(1, 1))
+    rng = np.random.default_rng(1)
+    x, w, b = (rng.uniform(-1, 1, s).astype(dtype) for s in ((3, 4, 6, 5), (4, 2, 3, 3), (4,)))
+    op = get_op('Convolution')
+    params = op.parse_params(p)
+    y = np.empty((3, 4, 3, 5), dtype)
+    ctx = _ctx()
+    op.forward['cpu'](ctx, params, [x, w, b], [y], [])
+    f64 = [a.astype(np.float64) for a in (x, w, b)]
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == 'float16' else dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y, _ref(p, *f64)[0], **tol)
+    head = rng.uniform(-1, 1, y.shape).astype(dtype)
+    init = [rng.uniform(-1, 1, a.shape).astype(dtype) for a in (x, w, b)]
+    grads = [g.copy() for g in init]
+    op.backward['cpu'](ctx, params, [head], [x, w, b], [y], grads, [req] * 3, [])
+    exp = conv_backward(f64[0], f64[1], head.astype(np.float64), (3, 3), (2, 1), (1, 1), (1, 1), 2)
+    for g, i, e in zip(grads, init, exp):
+        want = {'write': e, 'add': i.astype(np.float64) + e, 'null': i}[req]
+        np.testing.assert_allclose(g, want, **tol)
+
+
+@pytest.mark.parametrize('per_chunk', [1, 2])
+def test_chunked_batch_matches_reference(per_chunk, monkeypatch):
+    """Batches split into im2col chunks (one sample each, or two with a ragged last one)."""
+    from ffnumba.ops.nn import _im2col
+    monkeypatch.setattr(_im2col, 'COL_CHUNK_ELEMS', per_chunk * 18 * 16)
+    p = dict(kernel=(3, 3), num_filter=3, pad=(1, 1))
+    rng = np.random.default_rng(2)
+    vals = [rng.uniform(-1, 1, s) for s in ((5, 2, 4, 4), (3, 2, 3, 3), (3,))]
+    head = rng.uniform(-1, 1, (5, 3, 4, 4))
+    y, grads = _run('Convolution', p, vals, head)
+    np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
+    exp = conv_backward(vals[0], vals[1], head, (3, 3), (), (1, 1), (), 1)
+    for g, e in zip(grads, exp):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def _golden_cases(op_name):
+    z = np.load(GOLDEN)
+    n = len({k.split('/')[0] for k in z.files})
+    return [(z, i) for i in range(n) if str(z['%d/op' % i]) == op_name]
+
+
+def check_golden(op_name):
+    """Forward and write-gradients equal real MXNet 1.9.1 (non-MKLDNN) on the stored cases."""
+    cases = _golden_cases(op_name)
+    assert cases
+    for z, i in cases:
+        p = json.loads(str(z['%d/params' % i]))
+        p = {k: tuple(v) if isinstance(v, list) else v for k, v in p.items()}
+        op = get_op(op_name)
+        names = op.list_arguments(op.parse_params(p))
+        vals = [z['%d/in/%s' % (i, n)] for n in names]
+        y, grads = _run(op_name, p, vals, z['%d/head' % i])
+        np.testing.assert_allclose(y, z['%d/out' % i], rtol=1e-5, atol=1e-5, err_msg=str(p))
+        for n, g in zip(names, grads):
+            np.testing.assert_allclose(g, z['%d/grad/%s' % (i, n)], rtol=1e-5, atol=1e-5,
+                                       err_msg='%s grad of %s' % (p, n))
+
+
+def test_matches_mxnet_golden():
+    check_golden('Convolution')
+
+
+def gpu_matches_cpu(op_name, p, shapes, monkeypatch, head_seed=7):
+    """Forward and backward (write, then add) of the GPU kernels equal the CPU ones.
+
+    Runs under numba's CUDA simulator in the ``-m gpu`` process; few threads per
+    block so the grid-stride loops wrap.
+    """
+    from numba import cuda
+    from ffnumba.ops import templates
+    monkeypatch.setattr(templates, 'GPU_THREADS', 16)
+    op = get_op(op_name)
+    params = op.parse_params(p)
+    names = op.list_arguments(params)
+    ins, outs, _ = op.infer_shape(params, list(shapes) + [None] * (len(names) - len(shapes)), [])
+    rng = np.random.default_rng(head_seed)
+    vals = [rng.uniform(-1, 1, s) for s in ins]
+    head = rng.uniform(-1, 1, outs[0])
+    y = np.empty(outs[0])
+    op.forward['cpu'](_ctx(), params, vals, [y], [])
+    init = [rng.uniform(-1, 1, s) for s in ins]
+    for req in ('write', 'add'):
+        cpu_g = [g.copy() for g in init]
+        op.backward['cpu'](_ctx(), params, [head], vals, [y], cpu_g, [req] * len(ins), [])
+        d_in = [cuda.to_device(v) for v in vals]
+        d_y = cuda.to_device(np.zeros(outs[0]))
+        op.forward['gpu'](_ctx(), params, d_in, [d_y], [])
+        np.testing.assert_allclose(d_y.copy_to_host(), y, rtol=1e-10, atol=1e-12)
+        d_g = [cuda.to_device(g) for g in init]
+        op.backward['gpu'](_ctx(), params, [cuda.to_device(head)], d_in, [d_y], d_g,
+                           [req] * len(ins), [])
+        for n, g, c in zip(names, d_g, cpu_g):
+            np.testing.assert_allclose(g.copy_to_host(), c, rtol=1e-10, atol=1e-12,
+                                       err_msg='%s %s grad of %s' % (p, req, n))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('p, data', [
+    (dict(kernel=(3, 2), num_filter=4, stride=(2, 1), pad=(1, 1), dilate=(1, 2), num_group=2),
+     (2, 4, 5, 6)),
+    (dict(kernel=(3,), num_filter=2, stride=(2,), pad=(1,), no_bias=True), (2, 3, 7)),
+])
+def test_gpu_kernels_match_cpu(p, data, monkeypatch):
+    gpu_matches_cpu('Convolution', p, [data], monkeypatch)

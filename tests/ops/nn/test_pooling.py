@@ -1,0 +1,229 @@
+"""Pooling: table-driven checks per type and convention, size properties, errors, goldens."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ffnumba.symbol as sym
+from ffnumba.base import ParamError, ShapeError
+from ffnumba.ops.registry import OpContext, get_op
+from ffnumba.testing import OpCase
+
+from conv_reference import pool_forward_backward
+from test_convolution import check_golden
+
+
+def _ref(p, data, head=None):
+    cip = p.get('count_include_pad')
+    return pool_forward_backward(data, head, p.get('kernel', ()), p.get('pool_type', 'max'),
+                                 p.get('stride', ()), p.get('pad', ()),
+                                 p.get('pooling_convention', 'valid'),
+                                 True if cip is None else cip, p.get('p_value', 1),
+                                 p.get('global_pool', False))
+
+
+class TestMaxPooling(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(2, 2), stride=(2, 2)),
+              dict(kernel=(3, 2), stride=(2, 1), pad=(1, 1), pooling_convention='full'),
+              dict(kernel=(2, 2), global_pool=True)]
+    shapes = [dict(data=(2, 2, 5, 6))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+class TestAvgSumPooling(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(3, 2), stride=(2, 2), pad=(1, 1), pool_type='avg'),
+              dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='avg',
+                   pooling_convention='full'),
+              dict(kernel=(3, 3), stride=(2, 1), pad=(1, 1), pool_type='avg',
+                   count_include_pad=False, pooling_convention='full'),
+              dict(kernel=(2, 3), stride=(1, 2), pool_type='sum', pooling_convention='full'),
+              dict(pool_type='avg', global_pool=True)]
+    shapes = [dict(data=(2, 2, 5, 6))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+class TestLpPooling(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(2, 2), pool_type='lp', p_value=1),
+              dict(kernel=(2, 2), stride=(2, 1), pool_type='lp', p_value=2),
+              dict(kernel=(2, 2), pool_type='lp', p_value=3)]
+    shapes = [dict(data=(2, 2, 4, 5))]
+    grad_rtol = 1e-3   # p=2, 3 divide by the output, which may come close to 0
+
+    def inputs(self, rng, p, shapes):
+        # keep window sums away from 0 so (x / out) stays well conditioned
+        return {n: rng.uniform(0.5, 1.5, s) for n, s in shapes.items()}
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+class TestPooling1D3D(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(2,), stride=(2,), pad=(1,), pool_type='avg', pooling_convention='full'),
+              dict(kernel=(3,), pool_type='max', pad=(1,))]
+    shapes = [dict(data=(2, 3, 7))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+class TestPooling3D(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(2, 2, 2), stride=(2, 1, 2), pad=(1, 0, 1), pool_type='avg',
+                   count_include_pad=False),
+              dict(kernel=(2, 2, 2), stride=(1, 2, 2), pool_type='max')]
+    shapes = [dict(data=(1, 2, 3, 4, 5))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+def _ctx():
+    return OpContext(True, None, {}, np.random.default_rng(0), 'pool')
+
+
+def _run(p, x, head=None, req='write', init=None):
+    op = get_op('Pooling')
+    params = op.parse_params(p)
+    _, outs, _ = op.infer_shape(params, [x.shape], [])
+    y = np.empty(outs[0], x.dtype)
+    op.forward['cpu'](_ctx(), params, [x], [y], [])
+    if head is None:
+        return y, None
+    dx = np.zeros_like(x) if init is None else init.copy()
+    op.backward['cpu'](_ctx(), params, [head], [x], [y], [dx], [req], [])
+    return y, dx
+
+
+@given(i=st.integers(1, 8), k=st.integers(1, 4), s=st.integers(1, 3), q=st.integers(0, 2),
+       conv=st.sampled_from(['valid', 'full']), pool_type=st.sampled_from(['max', 'avg', 'sum']),
+       two_d=st.booleans())
+def test_output_size_property(i, k, s, q, conv, pool_type, two_d):
+    """Closed-form size, real forward size and values, or a ShapeError naming the shapes."""
+    nd = 2 if two_d else 1
+    p = dict(kernel=(k,) * nd, stride=(s,) * nd, pad=(q,) * nd, pooling_convention=conv,
+             pool_type=pool_type)
+    data = (2, 2) + (i,) * nd
+    op = get_op('Pooling')
+    params = op.parse_params(p)
+    if k > i + 2 * q:
+        with pytest.raises(ShapeError) as e:
+            op.infer_shape(params, [data], [])
+        assert str(data) in str(e.value) and str((k,) * nd) in str(e.value)
+        return
+    _, outs, _ = op.infer_shape(params, [data], [])
+    num = i + 2 * q - k
+    o = (int(np.ceil(num / s)) if conv == 'full' else num // s) + 1
+    assert outs[0] == (2, 2) + (o,) * nd
+    x = np.random.default_rng(0).uniform(-1, 1, data)
+    y, _ = _run(p, x)
+    assert y.shape == outs[0]
+    np.testing.assert_allclose(y, _ref(p, x)[0], rtol=1e-12, atol=1e-12)
+
+
+def test_known_values_from_mxnet():
+    """Values printed by MXNet 1.9.1 (non-MKLDNN) for a tiny 1-D input."""
+    x = np.arange(1.0, 6.0).reshape(1, 1, 5)
+    ones = np.ones((1, 1, 4))
+    full = dict(kernel=(2,), stride=(2,), pad=(1,), pooling_convention='full')
+    y, dx = _run(dict(full, pool_type='max'), x.astype(np.float32), ones.astype(np.float32))
+    np.testing.assert_array_equal(y[0, 0], [1, 3, 5, np.finfo(np.float32).min])
+    np.testing.assert_array_equal(dx[0, 0], [1, 0, 1, 0, 1])
+    y, dx = _run(dict(full, pool_type='avg'), x, ones)
+    np.testing.assert_allclose(y[0, 0], [0.5, 2.5, 4.5, 0.0])
+    np.testing.assert_allclose(dx[0, 0], [0.5] * 5)
+    y, dx = _run(dict(full, pool_type='avg', count_include_pad=False), x, ones)
+    np.testing.assert_allclose(y[0, 0], [1.0, 2.5, 4.5, 0.0])
+    np.testing.assert_allclose(dx[0, 0], [1.0, 0.5, 0.5, 0.5, 0.5])
+    y, _ = _run(dict(kernel=(2,), stride=(1,), pad=(3,), pool_type='avg',
+                     count_include_pad=False), x)
+    np.testing.assert_allclose(y[0, 0], [0, 0, 1, 1.5, 2.5, 3.5, 4.5, 5, 0, 0])
+    y, dx = _run(dict(kernel=(2,), pool_type='lp', p_value=3), x - 3, ones)
+    np.testing.assert_allclose(y[0, 0], [-np.cbrt(9), -1, 1, np.cbrt(9)])
+    y, dx = _run(dict(kernel=(2,), pool_type='lp', p_value=2), np.zeros((1, 1, 4)),
+                 np.ones((1, 1, 3)))
+    np.testing.assert_array_equal(dx, 0)          # 0 / 0 gives 0, not NaN
+    y, dx = _run(dict(kernel=(2,), pool_type='max'), np.ones((1, 1, 4)), np.ones((1, 1, 3)))
+    np.testing.assert_array_equal(dx[0, 0], [1, 1, 1, 0])   # ties: first max in the window
+
+
+@pytest.mark.parametrize('pool_type', ['max', 'avg', 'sum', 'lp'])
+@pytest.mark.parametrize('req', ['write', 'add', 'null'])
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+def test_kernels_dtype_and_req(pool_type, req, dtype):
+    p = dict(kernel=(3, 2), stride=(2, 2), pad=(1, 1), pool_type=pool_type,
+             pooling_convention='full', p_value=2)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.2, 1, (2, 3, 5, 6)).astype(dtype)
+    ref_y, _ = _ref(p, x.astype(np.float64))
+    head = rng.uniform(-1, 1, ref_y.shape).astype(dtype)
+    init = rng.uniform(-1, 1, x.shape).astype(dtype)
+    y, dx = _run(p, x, head, req, init)
+    _, ref_dx = _ref(p, x.astype(np.float64), head.astype(np.float64))
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == 'float16' else dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y, ref_y, **tol)
+    want = {'write': ref_dx, 'add': init.astype(np.float64) + ref_dx, 'null': init}[req]
+    np.testing.assert_allclose(dx, want, **tol)
+
+
+@pytest.mark.parametrize('kw, field', [
+    (dict(pool_type='max'), 'kernel'),
+    (dict(kernel=(2, 2), stride=(2,)), 'stride'),
+    (dict(kernel=(2, 2), pad=(1, 1, 1)), 'pad'),
+    (dict(kernel=(2, 2), stride=(0, 1)), 'stride'),
+    (dict(kernel=(2,), pooling_convention='same'), 'pooling_convention'),
+    (dict(kernel=(2, 2), pool_type='lp'), 'p_value'),
+    (dict(kernel=(2, 2), pool_type='lp', p_value=4), 'p_value'),
+    (dict(kernel=(2, 2), pool_type='median'), 'pool_type'),
+    (dict(kernel=(2, 2), layout='NHWC'), 'layout'),
+])
+def test_param_errors(kw, field):
+    with pytest.raises(ParamError) as e:
+        get_op('Pooling').parse_params(kw)
+    assert 'Pooling' in str(e.value) and field in str(e.value)
+
+
+@pytest.mark.parametrize('kw, data, what', [
+    (dict(kernel=(2,)), (1, 1, 5, 5), '3-D'),
+    (dict(kernel=(6, 6)), (1, 1, 5, 5), 'exceeds'),
+    (dict(global_pool=True), (1, 5), 'global'),
+])
+def test_shape_errors(kw, data, what):
+    op = get_op('Pooling')
+    with pytest.raises(ShapeError) as e:
+        op.infer_shape(op.parse_params(kw), [data], [])
+    assert what in str(e.value) and str(data) in str(e.value)
+
+
+def test_graph_error_names_node_and_default_stride():
+    s = sym.Pooling(sym.Variable('data'), kernel=(3, 3), name='pool1')
+    assert s.infer_shape(data=(1, 2, 7, 7))[1] == [(1, 2, 5, 5)]   # stride defaults to 1
+    with pytest.raises(ShapeError, match='pool1'):
+        s.infer_shape(data=(1, 2, 2, 2))
+    g = sym.Pooling(sym.Variable('data'), kernel=(3, 3), stride=(2, 2), pad=(1, 1),
+                    global_pool=True, pool_type='avg', name='gp')
+    assert g.infer_shape(data=(2, 3, 4, 5))[1] == [(2, 3, 1, 1)]
+
+
+def test_matches_mxnet_golden():
+    check_golden('Pooling')
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('p', [
+    dict(kernel=(3, 2), stride=(2, 1), pad=(1, 1), pool_type='max', pooling_convention='full'),
+    dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type='avg', pooling_convention='full'),
+    dict(kernel=(2, 3), stride=(1, 2), pad=(1, 1), pool_type='avg', count_include_pad=False),
+    dict(kernel=(2, 2), pool_type='sum'),
+    dict(kernel=(2, 2), stride=(2, 1), pool_type='lp', p_value=2),
+    dict(kernel=(2, 2), pool_type='lp', p_value=3),
+])
+def test_gpu_kernels_match_cpu(p, monkeypatch):
+    from test_convolution import gpu_matches_cpu
+    gpu_matches_cpu('Pooling', p, [(2, 2, 5, 6)], monkeypatch)
