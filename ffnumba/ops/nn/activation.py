@@ -35,6 +35,7 @@ from numba import njit
 from ..params import Field, Params
 from ..registry import OpDef, register_op, same_shape
 from ..templates import make_unary
+from .. import scalar_math
 
 __all__ = ['ActivationParam', 'relu', 'relu_grad', 'sigmoid', 'sigmoid_grad', 'tanh',
            'tanh_grad', 'softrelu', 'softrelu_grad', 'softsign', 'softsign_grad', 'ACTIVATIONS']
@@ -71,8 +72,8 @@ def sigmoid_grad(y, a, b):
 
 @njit
 def tanh(x, a, b):
-    """Hyperbolic tangent."""
-    return math.tanh(x)
+    """Hyperbolic tangent (float32: vectorizable form, see ``ops.scalar_math``)."""
+    return scalar_math.tanh(x)
 
 
 @njit
