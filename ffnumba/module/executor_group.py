@@ -81,6 +81,52 @@ def _pool(n):
         return _POOL['pool']
 
 
+_BLAS_LIMITED = {'threads': None}
+
+
+def _cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _limit_blas_threads(n):
+    """Cap the threads of every loaded OpenBLAS (numpy's and numba's) at ``n``.
+
+    Several executors calling BLAS concurrently, each with its own pool of
+    BLAS threads, oversubscribe the cores (OpenBLAS threads spin while they
+    wait): on 2 cores a 2-context run became 10x slower. Uses threadpoolctl
+    when installed, else the libraries' ``*_set_num_threads`` through ctypes.
+    """
+    if _BLAS_LIMITED['threads'] is not None and _BLAS_LIMITED['threads'] <= n:
+        return
+    _BLAS_LIMITED['threads'] = n
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=n, user_api='blas')
+        return
+    except ImportError:
+        pass
+    import ctypes
+    try:
+        with open('/proc/self/maps') as f:
+            paths = {line.split()[-1] for line in f if 'openblas' in line.lower()}
+    except OSError:  # not Linux: leave BLAS alone
+        return
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for sym in ('openblas_set_num_threads', 'scipy_openblas_set_num_threads',
+                    'scipy_openblas_set_num_threads64_', 'openblas_set_num_threads64_'):
+            fn = getattr(lib, sym, None)
+            if fn is not None:
+                fn(ctypes.c_int(n))
+                break
+
+
 def _host(x):
     """A numpy view of an NDArray on the CPU, or the array itself."""
     from ..ndarray import NDArray
@@ -178,11 +224,16 @@ class DataParallelExecutorGroup:
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
         self.shared_group = shared_group
+        if shared_group is not None:
+            self.shared_data_arrays = shared_group.shared_data_arrays
+        else:
+            self.shared_data_arrays = [{} for _ in self.contexts]
         self.batch_size = None
         self.slices = None
         self.execs = []
         self._output_layouts = None
         self._default_execs = None
+        self._warm = False
         self.data_shapes = None
         self.label_shapes = None
         self.data_names = [d[0] for d in data_shapes]
@@ -262,39 +313,12 @@ class DataParallelExecutorGroup:
             descs = descs + self._sliced_shape(label_shapes, i, self.label_layouts)
         shapes = {d[0]: tuple(d[1]) for d in descs}
         type_dict = {d[0]: getattr(d, 'dtype', np.float32) for d in descs}
+        shapes = {k: v for k, v in shapes.items() if k in self.arg_names}
+        type_dict = {k: v for k, v in type_dict.items() if k in self.arg_names}
         shared = shared_group.execs[i] if shared_group is not None else None
-        if shared is None:
-            return self.symbol.simple_bind(ctx, grad_req=self.grad_req, type_dict=type_dict,
-                                           **shapes)
-        return self._bind_shared(ctx, shapes, type_dict, shared)
-
-    def _bind_shared(self, ctx, shapes, type_dict, shared):
-        from .. import ndarray as nd
-        arg_shapes, _, aux_shapes = self.symbol.infer_shape(**shapes)
-        arg_types, _, aux_types = self.symbol.infer_type(**type_dict)
-        if arg_shapes is None or arg_types is None:
-            raise ShapeError('Executor group: cannot infer the shapes of %s from %s'
-                             % (self.arg_names, shapes))
-        args, grads = {}, {}
-        for name, shp, dt in zip(self.arg_names, arg_shapes, arg_types):
-            old = shared.arg_dict.get(name)
-            if name in self.param_names and old is not None and old.shape == tuple(shp):
-                args[name] = old
-            else:
-                args[name] = nd.zeros(shp, ctx, dtype=dt)
-            if self.grad_req.get(name, 'null') != 'null':
-                g = shared.grad_dict.get(name)
-                if name in self.param_names and g is not None and g.shape == tuple(shp):
-                    grads[name] = g
-                else:
-                    grads[name] = nd.zeros(shp, ctx, dtype=dt)
-        aux = {}
-        for name, shp, dt in zip(self.aux_names, aux_shapes, aux_types):
-            old = shared.aux_dict.get(name)
-            aux[name] = old if old is not None and old.shape == tuple(shp) else \
-                nd.zeros(shp, ctx, dtype=dt)
-        return self.symbol.bind(ctx, args, args_grad=grads or None, grad_req=self.grad_req,
-                                aux_states=aux, shared_exec=shared)
+        return self.symbol.simple_bind(ctx, grad_req=self.grad_req, type_dict=type_dict,
+                                       shared_arg_names=self.param_names, shared_exec=shared,
+                                       shared_buffer=self.shared_data_arrays[i], **shapes)
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         """Bind (or, with ``reshape=True``, reshape) every executor."""
@@ -311,7 +335,8 @@ class DataParallelExecutorGroup:
                 if label_shapes is not None:
                     descs += self._sliced_shape(label_shapes, i, self.label_layouts)
                 self.execs[i] = self._default_execs[i].reshape(
-                    allow_up_sizing=True, **{d[0]: tuple(d[1]) for d in descs})
+                    allow_up_sizing=True,
+                    **{d[0]: tuple(d[1]) for d in descs if d[0] in self.arg_names})
         else:
             self.execs = [self._bind_ith_exec(i, data_shapes, label_shapes, shared_group)
                           for i in range(len(self.contexts))]
@@ -334,8 +359,8 @@ class DataParallelExecutorGroup:
                             for name in self.data_names]
         self.state_arrays = [[e.arg_dict[name] for e in ex] for name in self.state_names]
         if self.label_shapes is not None:
-            self.label_arrays = [[(self.slices[i], e.arg_dict[name]) for i, e in enumerate(ex)]
-                                 for name in self.label_names if name in ex[0].arg_dict]
+            self.label_arrays = [[(self.slices[i], e.arg_dict.get(name)) for i, e in enumerate(ex)]
+                                 for name in self.label_names]
         else:
             self.label_arrays = None
         self.param_arrays = [[e.arg_arrays[i] for e in ex]
@@ -388,10 +413,22 @@ class DataParallelExecutorGroup:
 
     # ----------------------------------------------------------- compute
     def _run(self, fn):
-        """Run ``fn(i)`` for each device; concurrently when there are several."""
+        """Run ``fn(i)`` for each device; concurrently when there are several.
+
+        The first multi-device call runs the devices one after another (it
+        compiles the kernels and loads BLAS), then caps BLAS threads at
+        ``cores // devices`` for the concurrent calls that follow.
+        """
         n = len(self.execs)
         if n == 1:
             fn(0)
+            return
+        if not self._warm:
+            for i in range(n):
+                fn(i)
+            self._warm = True
+            if all(c.device_type != 'gpu' for c in self.contexts):
+                _limit_blas_threads(max(1, _cpu_count() // n))
             return
         pool = _pool(n - 1)
         futures = [pool.submit(fn, i) for i in range(1, n)]
@@ -420,7 +457,8 @@ class DataParallelExecutorGroup:
                     _load(src, dst, -1, None, name)
                 if self.label_arrays and b.label:
                     for (_, dst), src in zip([la[i] for la in self.label_arrays], b.label):
-                        _load(src, dst, -1, None, 'label')
+                        if dst is not None:
+                            _load(src, dst, -1, None, 'label')
             return load
         data = data_batch.data
         label = data_batch.label if self.label_arrays else None
@@ -434,7 +472,8 @@ class DataParallelExecutorGroup:
                 for targets, name, src, axis in zip(self.label_arrays, self.label_names, label,
                                                      self.label_layouts):
                     slc, dst = targets[i]
-                    _load(src, dst, axis, slc, name)
+                    if dst is not None:
+                        _load(src, dst, axis, slc, name)
         return load
 
     def forward(self, data_batch, is_train=None):
@@ -545,15 +584,13 @@ class DataParallelExecutorGroup:
                 eval_metric.update(labels_slice, preds)
 
     def get_output_shapes(self):
-        """Output shapes with the full batch size restored on the batch axis."""
-        shapes = [o.shape for o in self.execs[0].outputs]
-        out = []
-        for name, shape, axis in zip(self.output_names, shapes, self._output_layouts):
-            shape = list(shape)
-            if axis >= 0 and shape:
-                shape[axis] = self.batch_size
-            out.append((name, tuple(shape)))
-        return out
+        """``[(name, shape)]`` of the outputs for the whole batch (all devices)."""
+        shapes = {d[0]: tuple(d[1]) for d in self.data_shapes}
+        for d in self.label_shapes or []:
+            if d[0] in self.arg_names:
+                shapes[d[0]] = tuple(d[1])
+        _, out_shapes, _ = self.symbol.infer_shape(**shapes)
+        return list(zip(self.output_names, [tuple(s) for s in out_shapes]))
 
     def install_monitor(self, mon):
         """Install ``mon`` on every executor."""

@@ -1,0 +1,457 @@
+"""MXNet 1.x's legacy model API: ``FeedForward`` and checkpoint files.
+
+``FeedForward`` takes numpy arrays or a ``DataIter`` and trains through the
+same :class:`~ffnumba.module.Module` executor group and the same
+``BaseModule`` loop as the module API; it only keeps its MXNet 1.x
+conventions (numpy input, string-name initialisation, ``nbatch`` from 1).
+Checkpoints are ``prefix-symbol.json`` plus ``prefix-%04d.params`` with
+``arg:``/``aux:`` keys (reference ``mxnet_api.md`` sections 7 and 14).
+"""
+import logging
+import os
+import warnings
+
+import numpy as np
+
+from .base import FFError, ParamError, ShapeError
+from .context import Context, cpu, check_device
+from .module.base_module import BatchEndParam, _atomic_write, _save_nd, _split_params
+from .module.executor_group import _split_input_slice
+
+__all__ = ['FeedForward', 'save_checkpoint', 'load_checkpoint', 'load_params',
+           'BatchEndParam', '_create_kvstore', '_split_input_slice']
+
+
+def _create_kvstore(kvstore, num_device, arg_params):
+    """Choose the kvstore and whether the optimizer runs on it (MXNet's rules).
+
+    Parameters
+    ----------
+    kvstore : KVStore, str or None
+    num_device : int
+    arg_params : dict of str to NDArray
+
+    Returns
+    -------
+    (KVStore or None, bool)
+        A str with one device and no ``'dist'`` gives no kvstore. For
+        ``'local'``, ``update_on_kvstore`` is False when the largest parameter
+        has more than 16M elements. It starts from the environment variable
+        ``MXNET_UPDATE_ON_KVSTORE`` (default 1) and is False without a kvstore.
+    """
+    from . import kvstore as kvs
+    update_on_kvstore = bool(int(os.getenv('MXNET_UPDATE_ON_KVSTORE', '1')))
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, kvs.KVStoreBase):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and 'dist' not in kvstore:
+            kv = None
+        else:
+            kv = kvs.create(kvstore)
+            if kvstore == 'local' and arg_params:
+                max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
+                if max_size > 1024 * 1024 * 16:
+                    update_on_kvstore = False
+    else:
+        raise ParamError('kvstore must be a KVStore, a str or None. Received: kvstore=%r'
+                         % (kvstore,))
+    if kv is None:
+        update_on_kvstore = False
+    else:
+        update_on_kvstore = update_on_kvstore and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
+    return kv, update_on_kvstore
+
+
+def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
+    """Write ``prefix-symbol.json`` and ``prefix-%04d.params`` (atomic writes).
+
+    Parameters
+    ----------
+    prefix : str
+    epoch : int
+    symbol : Symbol or None
+        Not written when None.
+    arg_params, aux_params : dict of str to NDArray
+        Saved under ``arg:NAME`` / ``aux:NAME``, on the CPU.
+    """
+    if symbol is not None:
+        _atomic_write('%s-symbol.json' % prefix, symbol.tojson().encode('utf-8'))
+    data = {'arg:%s' % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
+    data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in (aux_params or {}).items()})
+    _save_nd('%s-%04d.params' % (prefix, epoch), data)
+
+
+def load_params(prefix, epoch):
+    """``(arg_params, aux_params)`` from ``prefix-%04d.params``."""
+    from . import ndarray as nd
+    fname = '%s-%04d.params' % (prefix, epoch)
+    return _split_params(nd.load(fname), fname)
+
+
+def load_checkpoint(prefix, epoch):
+    """``(symbol, arg_params, aux_params)`` from a checkpoint.
+
+    Raises
+    ------
+    FFError
+        When a file is missing, truncated or not a checkpoint.
+    """
+    from . import symbol as sym
+    fname = '%s-symbol.json' % prefix
+    if not os.path.exists(fname):
+        raise FFError('load_checkpoint: symbol file %s does not exist' % fname)
+    symbol = sym.load(fname)
+    arg_params, aux_params = load_params(prefix, epoch)
+    return symbol, arg_params, aux_params
+
+
+def _is_array(x):
+    from .ndarray import NDArray
+    return isinstance(x, (np.ndarray, NDArray))
+
+
+class FeedForward:
+    """A feed-forward network trained from numpy arrays (MXNet 1.x ``mx.model.FeedForward``).
+
+    Parameters
+    ----------
+    symbol : Symbol or callable
+        The network, or ``sym_gen(bucket_key)`` returning one.
+    ctx : Context or list of Context, default [cpu()]
+        Several contexts split each batch (data parallelism, threads on CPUs).
+    num_epoch : int, optional
+        Train until this epoch (required by :meth:`fit`).
+    epoch_size : int, optional
+        Batches per epoch (default: one pass over the data).
+    optimizer : str or Optimizer, default 'sgd'
+    initializer : Initializer, default Uniform(0.01)
+        Called with parameter names (MXNet's legacy name rules).
+    numpy_batch_size : int, default 128
+        Batch size for numpy input.
+    arg_params, aux_params : dict of str to NDArray, optional
+        Start from these values.
+    allow_extra_params : bool, default False
+        Drop given params that the symbol does not have instead of failing.
+    begin_epoch : int, default 0
+    **kwargs
+        Optimizer hyper-parameters (``learning_rate``, ``momentum``, ``wd``...).
+
+    Examples
+    --------
+    >>> model = ff.FeedForward(net, ctx=[ff.cpu(0), ff.cpu(1)], num_epoch=10,
+    ...                        learning_rate=0.1, momentum=0.9)    # doctest: +SKIP
+    >>> model.fit(X, y, eval_data=(Xv, yv))                         # doctest: +SKIP
+    """
+
+    def __init__(self, symbol, ctx=None, num_epoch=None, epoch_size=None, optimizer='sgd',
+                 initializer=None, numpy_batch_size=128, arg_params=None, aux_params=None,
+                 allow_extra_params=False, begin_epoch=0, **kwargs):
+        from .symbol import Symbol
+        if isinstance(symbol, Symbol):
+            self.symbol, self.sym_gen = symbol, None
+        elif callable(symbol):
+            self.symbol, self.sym_gen = None, symbol
+        else:
+            raise ParamError('FeedForward: `symbol` must be a Symbol or a callable sym_gen. '
+                             'Received: symbol=%r' % (symbol,))
+        if ctx is None:
+            ctx = [cpu()]
+        elif isinstance(ctx, Context):
+            ctx = [ctx]
+        for c in ctx:
+            check_device(c)
+        self.ctx = list(ctx)
+        self.arg_params = arg_params
+        self.aux_params = aux_params
+        self.allow_extra_params = allow_extra_params
+        if self.symbol is not None:
+            self._check_arguments()
+        self.num_epoch = num_epoch
+        self.epoch_size = epoch_size
+        self.kwargs = kwargs.copy()
+        self.optimizer = optimizer
+        if initializer is None:
+            from . import initializer as init
+            initializer = init.Uniform(0.01)
+        self.initializer = initializer
+        if not isinstance(numpy_batch_size, (int, np.integer)) or numpy_batch_size < 1:
+            raise ParamError('FeedForward: `numpy_batch_size` must be a positive int. '
+                             'Received: numpy_batch_size=%r' % (numpy_batch_size,))
+        self.numpy_batch_size = int(numpy_batch_size)
+        self.begin_epoch = begin_epoch
+        self._pred_mod = None
+        self._pred_key = None
+        self._train_mod = None
+
+    def _check_arguments(self):
+        """Check for duplicate argument names and drop unknown params if allowed."""
+        args = self.symbol.list_arguments()
+        seen = set()
+        for name in args + self.symbol.list_auxiliary_states():
+            if name in seen:
+                raise FFError('FeedForward: the symbol has the argument name %r twice' % name)
+            seen.add(name)
+        if self.allow_extra_params:
+            aux = set(self.symbol.list_auxiliary_states())
+            if self.arg_params:
+                self.arg_params = {k: v for k, v in self.arg_params.items() if k in seen - aux}
+            if self.aux_params:
+                self.aux_params = {k: v for k, v in self.aux_params.items() if k in aux}
+
+    # ------------------------------------------------------------- data
+    def _init_iter(self, X, y, is_train):
+        from . import io
+        if _is_array(X):
+            if y is None:
+                if is_train:
+                    raise ParamError('FeedForward.fit: `y` must be given when X is an array')
+                y = np.zeros(X.shape[0])
+            if not _is_array(y):
+                raise ParamError('FeedForward: `y` must be a numpy array or NDArray when X is '
+                                 'one. Received: %s' % type(y).__name__)
+            if X.shape[0] != y.shape[0]:
+                raise ShapeError('FeedForward: the numbers of data points and labels differ: '
+                                 'X has %d samples (shape %s) but y has %d (shape %s)'
+                                 % (X.shape[0], tuple(X.shape), y.shape[0], tuple(y.shape)))
+            y = np.asarray(y)
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = y.reshape(-1)
+            if y.ndim != 1:
+                raise ShapeError('FeedForward: y must be 1-D or (n, 1). Received shape %s'
+                                 % (y.shape,))
+            bs = min(X.shape[0], self.numpy_batch_size)
+            if is_train:
+                return io.NDArrayIter(X, y, bs, shuffle=True, last_batch_handle='roll_over')
+            return io.NDArrayIter(X, y, bs, shuffle=False)
+        if not isinstance(X, io.DataIter):
+            raise ParamError('FeedForward: X must be a DataIter, an NDArray or a numpy array. '
+                             'Received: %s' % type(X).__name__)
+        return X
+
+    def _init_eval_iter(self, eval_data):
+        if eval_data is None:
+            return None
+        if isinstance(eval_data, (tuple, list)) and len(eval_data) == 2:
+            if eval_data[0] is not None:
+                if eval_data[1] is None and _is_array(eval_data[0]):
+                    return self._init_iter(eval_data[0], None, is_train=False)
+                return self._init_iter(eval_data[0], eval_data[1], is_train=True)
+            raise ParamError('FeedForward: eval_data is an (X, y) pair with X=None')
+        from . import io
+        if not isinstance(eval_data, io.DataIter):
+            raise ParamError('FeedForward: eval_data must be a DataIter or an (X, y) pair. '
+                             'Received: %s' % type(eval_data).__name__)
+        return eval_data
+
+    def _init_params(self, input_shapes, overwrite=False):
+        """Initialise the parameters by name, keeping the ones already given."""
+        from . import ndarray as nd
+        shapes = {d[0]: tuple(d[1]) for d in input_shapes}
+        arg_shapes, _, aux_shapes = self.symbol.infer_shape(**shapes)
+        arg_types, _, aux_types = self.symbol.infer_type(
+            **{d[0]: getattr(d, 'dtype', np.float32) for d in input_shapes})
+        arg_names = self.symbol.list_arguments()
+        aux_names = self.symbol.list_auxiliary_states()
+        param_names = [k for k in arg_names if k not in shapes]
+        arg_params = {k: nd.zeros(s, dtype=t) for k, s, t in zip(arg_names, arg_shapes, arg_types)
+                      if k in param_names}
+        aux_params = {k: nd.zeros(s, dtype=t) for k, s, t in zip(aux_names, aux_shapes, aux_types)}
+        for given, new in ((self.arg_params, arg_params), (self.aux_params, aux_params)):
+            for k, v in new.items():
+                if given and k in given and not overwrite:
+                    given[k].copyto(v)
+                else:
+                    with warnings.catch_warnings():
+                        # the legacy by-name call is FeedForward's own convention
+                        warnings.simplefilter('ignore', DeprecationWarning)
+                        self.initializer(k, v)
+        self.arg_params, self.aux_params = arg_params, aux_params
+        return arg_names, param_names, aux_names
+
+    def _module(self, data_descs, label_descs, ctx, work_load_list=None, logger=None):
+        from .module import Module
+        data_names = [d[0] for d in data_descs]
+        args = self.symbol.list_arguments()
+        if label_descs:
+            label_names = [d[0] for d in label_descs if d[0] in args]
+        else:
+            known = set(self.arg_params or {})
+            label_names = [a for a in args if a not in known and a not in data_names]
+        return Module(self.symbol, data_names=data_names, label_names=label_names,
+                      context=ctx, work_load_list=work_load_list, logger=logger or logging)
+
+    # -------------------------------------------------------------- fit
+    def fit(self, X, y=None, eval_data=None, eval_metric='acc', epoch_end_callback=None,
+            batch_end_callback=None, kvstore='local', logger=None, work_load_list=None,
+            monitor=None, eval_end_callback=None, eval_batch_end_callback=None):
+        """Train on ``X`` (numpy array, NDArray or DataIter) with labels ``y``.
+
+        A numpy ``X`` becomes ``NDArrayIter(X, y, min(n, numpy_batch_size),
+        shuffle=True, last_batch_handle='roll_over')``. Training runs through a
+        :class:`~ffnumba.module.Module` on ``ctx`` and the shared loop; the
+        optimizer gets ``rescale_grad=1/batch_size`` and ``param_idx2name``.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, NDArray or DataIter
+        y : numpy.ndarray, optional
+            1-D or (n, 1) labels; required with an array ``X``.
+        eval_data : DataIter or (X, y), optional
+        eval_metric : str or EvalMetric, default 'acc'
+        epoch_end_callback, batch_end_callback : callable or list, optional
+            Batch callbacks see ``nbatch`` counted from 1 (MXNet 1.x's rule).
+        kvstore : str, KVStore or None, default 'local'
+        logger : logging.Logger, optional
+        work_load_list : list of float, optional
+        monitor : Monitor, optional
+        eval_end_callback : callable, default LogValidationMetricsCallback()
+        eval_batch_end_callback : callable, optional
+
+        Raises
+        ------
+        FFError
+            For mismatched sample counts, a bad ``y`` shape, a missing
+            ``num_epoch`` or an unusable context.
+        """
+        from . import metric
+        if self.num_epoch is None:
+            raise ParamError('FeedForward.fit: `num_epoch` must be set in the constructor. '
+                             'Received: num_epoch=None')
+        data = self._init_iter(X, y, is_train=True)
+        eval_iter = self._init_eval_iter(eval_data)
+        if self.sym_gen is not None:
+            self.symbol = self.sym_gen(data.default_bucket_key)
+            self._check_arguments()
+        self._init_params(list(data.provide_data) + list(data.provide_label))
+        if not isinstance(eval_metric, metric.EvalMetric):
+            eval_metric = metric.create(eval_metric)
+        if eval_end_callback is None:
+            from .callback import LogValidationMetricsCallback
+            eval_end_callback = LogValidationMetricsCallback()
+        logger = logger or logging
+        mod = self._module(data.provide_data, data.provide_label, self.ctx, work_load_list,
+                           logger)
+        mod.bind(data.provide_data, data.provide_label, for_training=True)
+        if monitor is not None:
+            mod.install_monitor(monitor)
+        mod.init_params(arg_params=self.arg_params, aux_params=self.aux_params,
+                        allow_missing=False)
+        mod.init_optimizer(kvstore=kvstore, optimizer=self.optimizer,
+                           optimizer_params=self.kwargs)
+        self._train_mod = mod
+        mod._fit_epochs(data, eval_iter, eval_metric, eval_metric, epoch_end_callback,
+                        batch_end_callback, eval_end_callback, eval_batch_end_callback,
+                        self.begin_epoch, self.num_epoch, monitor, epoch_size=self.epoch_size,
+                        legacy=True)
+        self.arg_params, self.aux_params = mod.get_params()
+        return self
+
+    # ---------------------------------------------------------- predict
+    def _predictor(self, data_iter):
+        """A prediction Module on ``ctx[0]`` (grad_req 'null'), cached by input names."""
+        if self.arg_params is None:
+            raise FFError('FeedForward: the model has no parameters; call fit or load first')
+        labels = [d for d in data_iter.provide_label
+                  if d[0] in self.symbol.list_arguments()] if data_iter.provide_label else []
+        key = (tuple(d[0] for d in data_iter.provide_data), tuple(d[0] for d in labels))
+        if self._pred_mod is None or self._pred_key != key:
+            mod = self._module(data_iter.provide_data, labels, self.ctx[0])
+            mod.bind(data_iter.provide_data, labels or None, for_training=False)
+            self._pred_mod, self._pred_key = mod, key
+        self._pred_mod.set_params(self.arg_params, self.aux_params or {}, allow_extra=True)
+        return self._pred_mod
+
+    def predict(self, X, num_batch=None, return_data=False, reset=True):
+        """Predict ``X``; returns numpy (a list for several outputs).
+
+        Runs on ``ctx[0]``; padding rows of the last batch are removed. With
+        ``return_data=True`` returns ``(outputs, data, label)``.
+        """
+        data = self._init_iter(X, None, is_train=False)
+        mod = self._predictor(data)
+        outs, datas, labels = None, None, None
+        for outputs, _, batch in mod.iter_predict(data, num_batch=num_batch, reset=reset):
+            real = outputs[0].shape[0]
+            if outs is None:
+                outs = [[] for _ in outputs]
+                datas = [[] for _ in batch.data]
+                labels = [[] for _ in (batch.label or [])]
+            for lst, o in zip(outs, outputs):
+                lst.append(o.asnumpy())
+            if return_data:
+                for lst, d in zip(datas, batch.data):
+                    lst.append(np.asarray(d)[:real])
+                for lst, d in zip(labels, batch.label or []):
+                    lst.append(np.asarray(d)[:real])
+        if outs is None:
+            return []
+        result = [np.concatenate(o) for o in outs]
+        result = result[0] if len(result) == 1 else result
+        if return_data:
+            d = [np.concatenate(x) for x in datas]
+            lab = [np.concatenate(x) for x in labels]
+            return result, d[0] if len(d) == 1 else d, lab[0] if len(lab) == 1 else lab
+        return result
+
+    def score(self, X, y=None, eval_metric='acc', num_batch=None, batch_end_callback=None,
+              reset=True):
+        """Evaluate ``eval_metric`` on ``X`` (with labels ``y`` for an array).
+
+        For MXNet compatibility ``score(data_iter, 'acc')`` also works: a str or
+        EvalMetric in the ``y`` position is taken as the metric.
+
+        Returns
+        -------
+        float
+            ``eval_metric.get()[1]``.
+        """
+        from . import metric
+        if isinstance(y, str) or isinstance(y, metric.EvalMetric) or callable(y):
+            y, eval_metric = None, y
+        if _is_array(X) and y is None:
+            raise ParamError('FeedForward.score: `y` must be given when X is an array')
+        data = self._init_iter(X, y, is_train=False)
+        if not isinstance(eval_metric, metric.EvalMetric):
+            eval_metric = metric.create(eval_metric)
+        mod = self._predictor(data)
+        mod.score(data, eval_metric, num_batch=num_batch, batch_end_callback=batch_end_callback,
+                  reset=reset)
+        return eval_metric.get()[1]
+
+    # -------------------------------------------------------- save/load
+    def save(self, prefix, epoch=None):
+        """Checkpoint to ``prefix-symbol.json`` and ``prefix-%04d.params``.
+
+        ``epoch`` defaults to ``num_epoch``.
+        """
+        if epoch is None:
+            epoch = self.num_epoch
+        if epoch is None:
+            raise ParamError('FeedForward.save: give `epoch` (num_epoch is not set either)')
+        if self.arg_params is None:
+            raise FFError('FeedForward.save: the model has no parameters; call fit first')
+        save_checkpoint(prefix, epoch, self.symbol, self.arg_params, self.aux_params or {})
+
+    @staticmethod
+    def load(prefix, epoch, ctx=None, **kwargs):
+        """A FeedForward from a checkpoint; ``begin_epoch`` is set to ``epoch``."""
+        symbol, arg_params, aux_params = load_checkpoint(prefix, epoch)
+        return FeedForward(symbol, ctx=ctx, arg_params=arg_params, aux_params=aux_params,
+                           begin_epoch=epoch, **kwargs)
+
+    @staticmethod
+    def create(symbol, X, y=None, ctx=None, num_epoch=None, epoch_size=None, optimizer='sgd',
+               initializer=None, eval_data=None, eval_metric='acc', epoch_end_callback=None,
+               batch_end_callback=None, kvstore='local', logger=None, work_load_list=None,
+               eval_end_callback=None, eval_batch_end_callback=None, **kwargs):
+        """Construct a FeedForward and fit it (same defaults as the constructor and fit)."""
+        model = FeedForward(symbol, ctx=ctx, num_epoch=num_epoch, epoch_size=epoch_size,
+                            optimizer=optimizer, initializer=initializer, **kwargs)
+        model.fit(X, y, eval_data=eval_data, eval_metric=eval_metric,
+                  epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
+                  kvstore=kvstore, logger=logger, work_load_list=work_load_list,
+                  eval_end_callback=eval_end_callback,
+                  eval_batch_end_callback=eval_batch_end_callback)
+        return model

@@ -1,0 +1,518 @@
+"""BaseModule: the one training, scoring and prediction loop (MXNet ``mx.mod.BaseModule``).
+
+Subclasses implement ``bind``, ``init_params``, ``init_optimizer``,
+``forward``, ``backward``, ``update``, ``get_outputs``, ``update_metric``
+and friends; ``fit``, ``score``, ``predict`` and ``iter_predict`` are
+written once here and shared by :class:`Module`, :class:`BucketingModule`,
+:class:`SequentialModule`, :class:`SVRGModule` and
+:class:`~ffnumba.model.FeedForward` (reference ``mxnet_api.md`` section 8).
+"""
+import logging
+import os
+import tempfile
+import time
+from collections import namedtuple
+
+import numpy as np
+
+from ..base import FFError
+
+__all__ = ['BaseModule', 'BatchEndParam']
+
+try:  # one definition shared with ff.callback
+    from ..callback import BatchEndParam
+except ImportError:  # pragma: no cover - callback module missing
+    #: What batch-end callbacks receive: ``epoch``, ``nbatch`` (from 0),
+    #: ``eval_metric`` and the caller's ``locals``.
+    BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 'locals'])
+
+
+def _as_list(obj):
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+def _atomic_write(fname, payload):
+    """Write bytes, or call ``payload(tmp_path)``, then rename onto ``fname``.
+
+    A crash never leaves a half-written file under the real name.
+    """
+    folder = os.path.dirname(os.path.abspath(fname))
+    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(fname), suffix='.tmp',
+                               dir=folder)
+    try:
+        if callable(payload):
+            os.close(fd)
+            fd = None
+            payload(tmp)
+        else:
+            with os.fdopen(fd, 'wb') as f:
+                fd = None
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, fname)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _save_nd(fname, data):
+    """``ff.nd.save`` through a temporary file and an atomic rename."""
+    from .. import ndarray as nd
+    _atomic_write(fname, lambda tmp: nd.save(tmp, data))
+
+
+def _create_metric(eval_metric):
+    from .. import metric
+    if isinstance(eval_metric, metric.EvalMetric):
+        return eval_metric
+    return metric.create(eval_metric)
+
+
+def _global_name_value(eval_metric):
+    fn = getattr(eval_metric, 'get_global_name_value', None)
+    return fn() if fn is not None else eval_metric.get_name_value()
+
+
+def _default_initializer():
+    from .. import initializer
+    return initializer.Uniform(0.01)
+
+
+class BaseModule:
+    """The abstract module: a computation that can be bound, run and trained.
+
+    Parameters
+    ----------
+    logger : logging.Logger, default logging
+        Receives the epoch and validation log lines.
+
+    Attributes
+    ----------
+    binded, for_training, inputs_need_grad, params_initialized, optimizer_initialized : bool
+        State flags, as MXNet.
+    """
+
+    def __init__(self, logger=logging):
+        self.logger = logger
+        self.binded = False
+        self.for_training = False
+        self.inputs_need_grad = False
+        self.params_initialized = False
+        self.optimizer_initialized = False
+        self._symbol = None
+        self._total_exec_bytes = 0
+
+    # ------------------------------------------------------ high level
+    def forward_backward(self, data_batch):
+        """``forward(data_batch, is_train=True)`` then ``backward()``."""
+        self.forward(data_batch, is_train=True)
+        self.backward()
+
+    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None,
+              score_end_callback=None, reset=True, epoch=0, sparse_row_id_fn=None):
+        """Run ``eval_data`` through the module and evaluate ``eval_metric``.
+
+        Parameters
+        ----------
+        eval_data : DataIter
+        eval_metric : str or EvalMetric
+        num_batch : int, optional
+            Stop after this many batches (default: the whole iterator).
+        batch_end_callback, score_end_callback : callable or list, optional
+            Called with a :data:`BatchEndParam` after each batch / at the end.
+        reset : bool, default True
+            Reset ``eval_data`` first.
+        epoch : int, default 0
+            Passed to the callbacks.
+
+        Returns
+        -------
+        list of (str, float)
+            ``eval_metric.get_name_value()``.
+        """
+        self._check_ready('score')
+        if reset:
+            eval_data.reset()
+        eval_metric = _create_metric(eval_metric)
+        eval_metric.reset()
+        actual = 0
+        for nbatch, eval_batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(eval_batch, is_train=False)
+            if isinstance(eval_batch, list):
+                self.update_metric(eval_metric, [b.label for b in eval_batch], pre_sliced=True)
+            else:
+                self.update_metric(eval_metric, eval_batch.label)
+            if batch_end_callback is not None:
+                params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
+                                       locals=locals())
+                for cb in _as_list(batch_end_callback):
+                    cb(params)
+            actual += 1
+        if score_end_callback:
+            params = BatchEndParam(epoch=epoch, nbatch=actual, eval_metric=eval_metric,
+                                   locals=locals())
+            for cb in _as_list(score_end_callback):
+                cb(params)
+        return eval_metric.get_name_value()
+
+    def iter_predict(self, eval_data, num_batch=None, reset=True, sparse_row_id_fn=None):
+        """Yield ``(outputs, nbatch, batch)`` for each batch, padding rows removed."""
+        self._check_ready('iter_predict')
+        if reset:
+            eval_data.reset()
+        for nbatch, eval_batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(eval_batch, is_train=False)
+            pad = eval_batch.pad or 0
+            outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
+            yield outputs, nbatch, eval_batch
+
+    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
+                always_output_list=False, sparse_row_id_fn=None):
+        """Run prediction over ``eval_data`` and collect the outputs.
+
+        Parameters
+        ----------
+        eval_data : DataIter, NDArray or numpy.ndarray
+            An array runs one forward pass and returns ``get_outputs()[0]``.
+        num_batch : int, optional
+        merge_batches : bool, default True
+            Concatenate the batches of each output.
+        reset : bool, default True
+        always_output_list : bool, default False
+            Return a list even for a single output.
+
+        Returns
+        -------
+        NDArray or list
+            Padding rows (``batch.pad``) are removed.
+        """
+        from .. import ndarray as nd
+        from ..io import DataBatch
+        self._check_ready('predict')
+        if isinstance(eval_data, (nd.NDArray, np.ndarray)):
+            if isinstance(eval_data, np.ndarray):
+                eval_data = nd.array(eval_data)
+            self.forward(DataBatch([eval_data]), is_train=False)
+            return self.get_outputs()[0]
+        if not hasattr(eval_data, 'reset') or not hasattr(eval_data, '__iter__'):
+            raise FFError('predict: eval_data must be a DataIter, an NDArray or a numpy array. '
+                          'Received: %s' % type(eval_data).__name__)
+        if reset:
+            eval_data.reset()
+        output_list = []
+        for nbatch, eval_batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(eval_batch, is_train=False)
+            pad = eval_batch.pad or 0
+            output_list.append([out[0:out.shape[0] - pad].copy() for out in self.get_outputs()])
+        if not output_list:
+            return output_list
+        if merge_batches:
+            n = len(output_list[0])
+            for out in output_list:
+                if len(out) != n:
+                    raise FFError('Cannot merge batches, as num of outputs is not the same in '
+                                  'mini-batches. Maybe bucketing is used?')
+            merged = [nd.concatenate([out[i] for out in output_list]) for i in range(n)]
+            if n == 1 and not always_output_list:
+                return merged[0]
+            return merged
+        return output_list
+
+    def fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_callback=None,
+            batch_end_callback=None, kvstore='local', optimizer='sgd',
+            optimizer_params=(('learning_rate', 0.01),), eval_end_callback=None,
+            eval_batch_end_callback=None, initializer=None, arg_params=None,
+            aux_params=None, allow_missing=False, force_rebind=False, force_init=False,
+            begin_epoch=0, num_epoch=None, validation_metric=None, monitor=None,
+            sparse_row_id_fn=None):
+        """Train the module on ``train_data`` for ``num_epoch - begin_epoch`` epochs.
+
+        Each batch runs ``forward_backward``, ``update`` and ``update_metric``;
+        the batch callbacks get a :data:`BatchEndParam` (``nbatch`` from 0).
+        Each epoch logs ``Epoch[e] Train-<metric>=<value>`` and
+        ``Epoch[e] Time cost=<s>``, syncs the parameters, calls
+        ``epoch_end_callback(epoch, symbol, arg_params, aux_params)``, scores
+        ``eval_data`` (``Epoch[e] Validation-<metric>=<value>``) and resets
+        ``train_data``.
+
+        Parameters
+        ----------
+        train_data : DataIter
+        eval_data : DataIter, optional
+        eval_metric : str or EvalMetric, default 'acc'
+        epoch_end_callback, batch_end_callback : callable or list, optional
+        kvstore : str or KVStore, default 'local'
+        optimizer : str or Optimizer, default 'sgd'
+        optimizer_params : dict or pairs, default (('learning_rate', 0.01),)
+        eval_end_callback, eval_batch_end_callback : callable or list, optional
+        initializer : Initializer, default Uniform(0.01)
+        arg_params, aux_params : dict of str to NDArray, optional
+            Start from these values (others are initialised).
+        allow_missing : bool, default False
+        force_rebind, force_init : bool, default False
+        begin_epoch : int, default 0
+        num_epoch : int
+            Required: the epoch to stop before.
+        validation_metric : str or EvalMetric, optional
+            Defaults to ``eval_metric``.
+        monitor : Monitor, optional
+        sparse_row_id_fn : ignored (dense storage only)
+
+        Raises
+        ------
+        FFError
+            If ``num_epoch`` is missing.
+        """
+        if num_epoch is None:
+            raise FFError('fit: please specify number of epochs (`num_epoch`)')
+        if initializer is None:
+            initializer = _default_initializer()
+        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
+                  for_training=True, force_rebind=force_rebind)
+        if monitor is not None:
+            self.install_monitor(monitor)
+        self.init_params(initializer=initializer, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init)
+        self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
+                            optimizer_params=optimizer_params)
+        if validation_metric is None:
+            validation_metric = eval_metric
+        self._fit_epochs(train_data, eval_data, _create_metric(eval_metric), validation_metric,
+                         epoch_end_callback, batch_end_callback, eval_end_callback,
+                         eval_batch_end_callback, begin_epoch, num_epoch, monitor,
+                         sparse_row_id_fn)
+
+    def _fit_epochs(self, train_data, eval_data, eval_metric, validation_metric,
+                    epoch_end_callback, batch_end_callback, eval_end_callback,
+                    eval_batch_end_callback, begin_epoch, num_epoch, monitor=None,
+                    sparse_row_id_fn=None, epoch_size=None, legacy=False):
+        """The training loop shared by ``fit`` and :class:`~ffnumba.model.FeedForward`.
+
+        ``legacy=True`` gives FeedForward's conventions: batch callbacks see
+        ``nbatch`` from 1, no ``Train-`` log line, the validation line comes
+        from ``eval_end_callback`` only, and ``epoch_size`` batches make an
+        epoch (resetting the iterator as often as needed).
+        """
+        batch_cbs = _as_list(batch_end_callback) if batch_end_callback is not None else ()
+        offset = 1 if legacy else 0
+        for epoch in range(begin_epoch, num_epoch):
+            tic = time.time()
+            self._fit_epoch_begin(epoch, train_data)
+            eval_metric.reset()
+            nbatch = 0
+            data_iter = iter(_epoch_batches(train_data, epoch, epoch_size, self.logger))
+            end_of_batch = False
+            next_batch = next(data_iter)
+            name_vals = []
+            while not end_of_batch:
+                data_batch = next_batch
+                if monitor is not None:
+                    monitor.tic()
+                self.forward_backward(data_batch)
+                self.update()
+                if isinstance(data_batch, list):
+                    self.update_metric(eval_metric, [b.label for b in data_batch],
+                                       pre_sliced=True)
+                else:
+                    self.update_metric(eval_metric, data_batch.label)
+                try:
+                    next_batch = next(data_iter)
+                    self.prepare(next_batch, sparse_row_id_fn=sparse_row_id_fn)
+                except StopIteration:
+                    end_of_batch = True
+                if monitor is not None:
+                    monitor.toc_print()
+                if end_of_batch and not legacy:
+                    name_vals = _global_name_value(eval_metric)
+                if batch_cbs:
+                    params = BatchEndParam(epoch=epoch, nbatch=nbatch + offset,
+                                           eval_metric=eval_metric, locals=locals())
+                    for cb in batch_cbs:
+                        cb(params)
+                nbatch += 1
+            for name, val in name_vals:
+                self.logger.info('Epoch[%d] Train-%s=%f', epoch, name, val)
+            self.logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
+            arg_params_, aux_params_ = self.get_params()
+            self.set_params(arg_params_, aux_params_)
+            if epoch_end_callback is not None:
+                for cb in _as_list(epoch_end_callback):
+                    cb(epoch, self.symbol, arg_params_, aux_params_)
+            if eval_data:
+                res = self.score(eval_data, validation_metric,
+                                 score_end_callback=eval_end_callback,
+                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
+                if not legacy:
+                    for name, val in res:
+                        self.logger.info('Epoch[%d] Validation-%s=%f', epoch, name, val)
+            if epoch_size is None:
+                if legacy:
+                    self.logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+                train_data.reset()
+
+    def _fit_epoch_begin(self, epoch, train_data):
+        """Hook run at the start of each fit epoch (SVRGModule's full gradient)."""
+
+    # ------------------------------------------------------ properties
+    @property
+    def data_names(self):
+        raise NotImplementedError()
+
+    @property
+    def output_names(self):
+        raise NotImplementedError()
+
+    @property
+    def data_shapes(self):
+        raise NotImplementedError()
+
+    @property
+    def label_shapes(self):
+        raise NotImplementedError()
+
+    @property
+    def output_shapes(self):
+        raise NotImplementedError()
+
+    @property
+    def symbol(self):
+        """The symbol this module runs."""
+        return self._symbol
+
+    # --------------------------------------------------------- params
+    def get_params(self):
+        raise NotImplementedError()
+
+    def init_params(self, initializer=None, arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False):
+        raise NotImplementedError()
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
+                   allow_extra=False):
+        """Assign parameter values (``init_params`` without an initializer)."""
+        self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init,
+                         allow_extra=allow_extra)
+
+    def save_params(self, fname):
+        """Save the parameters to ``fname`` with ``arg:``/``aux:`` keys (atomic write)."""
+        from ..context import cpu
+        arg_params, aux_params = self.get_params()
+        data = {'arg:%s' % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
+        data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
+        _save_nd(fname, data)
+
+    def load_params(self, fname):
+        """Load parameters saved by :meth:`save_params`.
+
+        Raises
+        ------
+        FFError
+            ``Invalid param file`` for a key without an ``arg:``/``aux:`` prefix.
+        """
+        from .. import ndarray as nd
+        arg_params, aux_params = _split_params(nd.load(fname), fname)
+        self.set_params(arg_params, aux_params)
+
+    def get_states(self, merge_multi_context=True):
+        """The state arrays (none for a module without ``state_names``)."""
+        self._check_ready('get_states', params=False)
+        return []
+
+    def set_states(self, states=None, value=None):
+        self._check_ready('set_states', params=False)
+
+    def install_monitor(self, mon):
+        raise NotImplementedError()
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Prepare for a batch (row-sparse pulls in MXNet; nothing with dense storage)."""
+
+    # ------------------------------------------------------- helpers
+    def _check_ready(self, what, params=True):
+        if not self.binded:
+            raise FFError('%s: call bind before %s' % (type(self).__name__, what))
+        if params and not self.params_initialized:
+            raise FFError('%s: call init_params (or fit) before %s' % (type(self).__name__, what))
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req='write'):
+        raise NotImplementedError()
+
+    def init_optimizer(self, kvstore='local', optimizer='sgd',
+                       optimizer_params=(('learning_rate', 0.01),), force_init=False):
+        raise NotImplementedError()
+
+    def forward(self, data_batch, is_train=None):
+        raise NotImplementedError()
+
+    def backward(self, out_grads=None):
+        raise NotImplementedError()
+
+    def get_outputs(self, merge_multi_context=True):
+        raise NotImplementedError()
+
+    def get_input_grads(self, merge_multi_context=True):
+        raise NotImplementedError()
+
+    def update(self):
+        raise NotImplementedError()
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        raise NotImplementedError()
+
+
+def _epoch_batches(train_data, epoch, epoch_size, logger):
+    """The batches of one epoch: the iterator once, or ``epoch_size`` batches.
+
+    With ``epoch_size`` the iterator is reset (``Epoch[e] Resetting Data
+    Iterator``) whenever it runs out before the epoch is complete, and is left
+    where it stopped otherwise (FeedForward's rule).
+    """
+    if epoch_size is None:
+        yield from train_data
+        return
+    n = 0
+    while True:
+        exhausted = True
+        for batch in train_data:
+            yield batch
+            n += 1
+            if n >= epoch_size:
+                exhausted = False
+                break
+        if exhausted:
+            logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+            train_data.reset()
+        if n >= epoch_size:
+            return
+
+
+def _split_params(save_dict, fname):
+    """Split a loaded ``{'arg:x': ..., 'aux:y': ...}`` dict into two dicts."""
+    if not isinstance(save_dict, dict):
+        raise FFError('Invalid param file %s: expected named arrays with arg:/aux: keys, '
+                      'found an unnamed list' % fname)
+    arg_params, aux_params = {}, {}
+    for k, v in save_dict.items():
+        tp, _, name = k.partition(':')
+        if tp == 'arg' and name:
+            arg_params[name] = v
+        elif tp == 'aux' and name:
+            aux_params[name] = v
+        else:
+            raise FFError('Invalid param file %s: key %r has no arg:/aux: prefix' % (fname, k))
+    return arg_params, aux_params
