@@ -38,3 +38,4 @@ from . import module
 from . import module as mod
 from . import datasets
 from . import testing
+from . import layers

@@ -11,7 +11,9 @@ import numpy as np
 __all__ = ['seed', 'generator', 'spawn']
 
 _lock = threading.Lock()
-_state = {'rng': np.random.default_rng()}
+# Two streams: one for initializers and shuffling, one that only hands out executor
+# generators, so the number of executors bound never shifts the initializers' draws.
+_state = {'rng': np.random.default_rng(), 'spawner': np.random.SeedSequence()}
 
 
 def seed(seed_state, ctx='all'):
@@ -26,6 +28,7 @@ def seed(seed_state, ctx='all'):
     """
     with _lock:
         _state['rng'] = np.random.default_rng(int(seed_state))
+        _state['spawner'] = np.random.SeedSequence([int(seed_state), 0x5EED])
     np.random.seed(int(seed_state) % (2 ** 32))
 
 
@@ -35,6 +38,10 @@ def generator():
 
 
 def spawn():
-    """A new independent generator drawn from the global one (one per executor)."""
+    """A new independent generator for one executor (Dropout masks).
+
+    It comes from a seed sequence of its own, so binding one or several
+    executors leaves the global generator (initializers, shuffling) untouched.
+    """
     with _lock:
-        return np.random.default_rng(_state['rng'].integers(0, 2 ** 63))
+        return np.random.default_rng(_state['spawner'].spawn(1)[0])
