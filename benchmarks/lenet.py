@@ -46,24 +46,58 @@ def main():
         profile(ff, lenet, X, y, args.batch_size)
 
 
-def profile(ff, lenet, X, y, batch):
+def profile(ff, lenet, X, y, batch, steps=20):
+    """Share of one executor's forward+backward time per operator type (1 context).
+
+    Wraps each operator's CPU forward/backward with a timer before binding
+    (benchmark-only instrumentation) and restores them afterwards.
+    """
+    import collections
+    import json
+
     import numpy as np
+    from ffnumba.ops import get_op
     sym = lenet()
-    exe = sym.simple_bind(ff.cpu(0), data=(batch, 1, 28, 28))
-    for k, v in exe.arg_dict.items():
-        if k.endswith('weight'):
-            v[:] = np.random.uniform(-0.1, 0.1, v.shape)
-    exe.arg_dict['data'][:] = X[:batch]
-    exe.arg_dict['softmax_label'][:] = y[:batch]
-    exe.forward(is_train=True)
-    exe.backward()
-    totals = exe.profile(steps=20) if hasattr(exe, 'profile') else None
-    if totals is None:
-        print('(executor has no profile(); skipping the per-op breakdown)')
-        return
-    whole = sum(totals.values())
-    for op, t in sorted(totals.items(), key=lambda kv: -kv[1]):
-        print('  %-16s %6.1f%%  %7.2f ms/batch' % (op, 100 * t / whole, 1000 * t / 20))
+    ops = sorted({n['op'] for n in json.loads(sym.tojson())['nodes'] if n['op'] != 'null'})
+    totals = collections.Counter()
+    saved = []
+    for name in ops:
+        op = get_op(name)
+        for kind, table in (('forward', op.forward), ('backward', op.backward)):
+            fn = table['cpu']
+            saved.append((table, fn))
+
+            def timed(*args, _fn=fn, _key=(name, kind)):
+                tic = time.perf_counter()
+                _fn(*args)
+                totals[_key] += time.perf_counter() - tic
+            table['cpu'] = timed
+    try:
+        exe = sym.simple_bind(ff.cpu(0), data=(batch, 1, 28, 28))
+        rng = np.random.default_rng(0)
+        for k, v in exe.arg_dict.items():
+            if k.endswith('weight'):
+                v[:] = rng.uniform(-0.1, 0.1, v.shape)
+        exe.arg_dict['data'][:] = X[:batch]
+        exe.arg_dict['softmax_label'][:] = y[:batch]
+        exe.forward(is_train=True)
+        exe.backward()
+        totals.clear()
+        tic = time.perf_counter()
+        for _ in range(steps):
+            exe.forward(is_train=True)
+            exe.backward()
+        whole = time.perf_counter() - tic
+    finally:
+        for table, fn in saved:
+            table['cpu'] = fn
+    in_ops = sum(totals.values())
+    print('per-op time, batch %d, 1 context, forward+backward: %.2f ms/batch '
+          '(%.1f%% inside kernels)' % (batch, 1000 * whole / steps, 100 * in_ops / whole))
+    for (name, kind), t in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print('  %-14s %-8s %5.1f%%  %6.2f ms' % (name, kind, 100 * t / whole, 1000 * t / steps))
+    conv = sum(t for (name, _), t in totals.items() if name == 'Convolution')
+    print('  convolution share of forward+backward: %.1f%%' % (100 * conv / whole))
 
 
 if __name__ == '__main__':
