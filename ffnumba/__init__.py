@@ -39,3 +39,4 @@ from . import module as mod
 from . import datasets
 from . import testing
 from . import layers
+from . import viz

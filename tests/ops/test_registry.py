@@ -1,0 +1,102 @@
+"""The operator registry checks itself, and every operator is covered by an OpCase test."""
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ffnumba as ff
+from ffnumba.base import FFError
+from ffnumba.ops import get_op, gpu_missing, list_ops, register_op, OpDef
+from ffnumba.ops.params import Field, Params
+from ffnumba.ops.registry import same_shape
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: Operators without GPU kernels. Adding an op without them means adding it here.
+KNOWN_GPU_MISSING = []
+
+#: Operators tested by targeted tests instead of an OpCase table, and where.
+NOT_OPCASE = {}
+
+
+def _opcase_ops():
+    """Ops named by OpCase subclasses in the test modules under tests/ops.
+
+    Imports those modules (pytest has usually imported them already: same
+    module names, as its default import mode uses) and walks the subclasses,
+    so classes generated in loops count too.
+    """
+    from ffnumba.testing import OpCase
+    for root, _, files in os.walk(HERE):
+        for f in sorted(files):
+            if f.startswith('test_') and f.endswith('.py') and f[:-3] not in sys.modules:
+                if root not in sys.path:
+                    sys.path.insert(0, root)
+                importlib.import_module(f[:-3])
+    found, todo = set(), list(OpCase.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.op is not None:
+            found.add(get_op(cls.op).name)
+    return found
+
+
+def test_gpu_missing_list_is_honest():
+    assert gpu_missing() == sorted(KNOWN_GPU_MISSING)
+
+
+def test_every_operator_has_an_opcase_test():
+    missing = sorted(set(list_ops()) - _opcase_ops() - set(NOT_OPCASE))
+    assert not missing, 'operators without an OpCase test: %s' % missing
+
+
+def test_every_operator_documents_itself():
+    for name in list_ops():
+        op = get_op(name)
+        assert op.doc.strip(), name
+        for fname, field in op.params._fields.items():
+            assert field.doc, (name, fname)
+        assert hasattr(ff.sym, name), name
+        assert ff.sym.__dict__.get(name) is None or ff.sym.__dict__[name].__doc__, name
+
+
+def _fwd(ctx, p, ins, outs, aux):
+    outs[0][...] = ins[0]
+
+
+def _bwd(ctx, p, og, ins, outs, ig, req, aux):
+    pass
+
+
+def test_registration_rejects_bad_declarations():
+    class Undocumented(Params):
+        k = Field(int, 1)
+    with pytest.raises(FFError, match='no doc line'):
+        register_op(OpDef(name='_test_reg_nodoc', arguments=['data'], infer_shape=same_shape,
+                          forward={'cpu': _fwd}, backward={'cpu': _bwd}, params=Undocumented))
+    with pytest.raises(FFError, match='forward for'):
+        register_op(OpDef(name='_test_reg_nobwd', arguments=['data'], infer_shape=same_shape,
+                          forward={'cpu': _fwd, 'gpu': _fwd}, backward={'cpu': _bwd}))
+    with pytest.raises(FFError, match='already registered'):
+        register_op(OpDef(name='FullyConnected', arguments=['data'], infer_shape=same_shape,
+                          forward={'cpu': _fwd}, backward={'cpu': _bwd}))
+    with pytest.raises(FFError, match='Unknown operator'):
+        get_op('NoSuchOp')
+
+
+def test_param_errors_name_op_field_and_value():
+    data = ff.sym.var('data')
+    with pytest.raises(ff.base.ParamError, match=r'FullyConnected: `num_hidden` must be .*'
+                                                 r'Received: num_hidden=0'):
+        ff.sym.FullyConnected(data, num_hidden=0)
+    with pytest.raises(ff.base.ParamError, match='unknown parameter `num_hiden`'):
+        ff.sym.FullyConnected(data, num_hiden=3)
+    with pytest.raises(ff.base.ParamError, match='Activation: `act_type` must be one of'):
+        ff.sym.Activation(data, act_type='swish')
+    # strings from MXNet JSON parse to the same typed values
+    a = get_op('Convolution').parse_params({'kernel': '(3, 3)', 'num_filter': '8', 'no_bias': 'True'})
+    b = get_op('Convolution').parse_params({'kernel': (3, 3), 'num_filter': 8, 'no_bias': True})
+    assert a == b and a.kernel == (3, 3) and a.no_bias is True
