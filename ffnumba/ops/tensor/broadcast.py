@@ -1,0 +1,224 @@
+"""Binary arithmetic and comparisons with numpy broadcasting (``broadcast_*``).
+
+Math
+----
+=======================  =====================  ==============================
+op                       out = f(l, r)          (d out/d l, d out/d r)
+=======================  =====================  ==============================
+broadcast_add (plus)     l + r                  (1, 1)
+broadcast_sub (minus)    l - r                  (1, -1)
+broadcast_mul            l * r                  (r, l)
+broadcast_div            l / r                  (1/r, -l/r^2)
+broadcast_power          l ** r                 (r l^(r-1), l^r ln l)
+broadcast_maximum        max(l, r)              (l >= r, l < r)
+broadcast_minimum        min(l, r)              (l <= r, l > r)
+broadcast_equal          l == r  (1.0 or 0.0)   (0, 0)
+broadcast_not_equal      l != r                 (0, 0)
+broadcast_greater        l > r                  (0, 0)
+broadcast_greater_equal  l >= r                 (0, 0)
+broadcast_lesser         l < r                  (0, 0)
+broadcast_lesser_equal   l <= r                 (0, 0)
+=======================  =====================  ==============================
+
+A tie in ``broadcast_maximum``/``broadcast_minimum`` sends the whole gradient
+to ``lhs`` (MXNet 1.9.1 does the same). Comparisons return 1.0/0.0 in the
+inputs' dtype. The gradient of an operand that was broadcast is summed over
+the broadcast axes.
+
+Shapes
+------
+Numpy's rule: align the shapes on the right; each pair of axes must be equal
+or one of them 1; the output takes the larger. ``(2, 1, 3)`` and ``(4, 1)``
+give ``(2, 4, 3)``. Shapes that do not fit raise ``ShapeError`` naming both.
+
+Source: MXNet 1.x ``broadcast_*`` operator documentation; numpy broadcasting.
+"""
+import math
+
+from numba import njit
+
+from ...base import ShapeError
+from ..registry import OpDef, register_op
+from ..templates import make_binary_broadcast
+
+__all__ = ['broadcast_shape', 'BROADCAST']
+
+
+def broadcast_shape(lshape, rshape):
+    """The numpy-broadcast shape of two shapes.
+
+    Raises
+    ------
+    ShapeError
+        ``operands could not be broadcast together with shapes (..) (..)``.
+    """
+    nd = max(len(lshape), len(rshape))
+    a = (1,) * (nd - len(lshape)) + tuple(lshape)
+    b = (1,) * (nd - len(rshape)) + tuple(rshape)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            raise ShapeError('operands could not be broadcast together with shapes %s (lhs) '
+                             'and %s (rhs)' % (tuple(lshape), tuple(rshape)))
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _infer_shape(p, in_shapes, aux_shapes):
+    ins = list(in_shapes)
+    if ins[0] is None or ins[1] is None:
+        return ins, [None], list(aux_shapes)
+    return ins, [broadcast_shape(ins[0], ins[1])], list(aux_shapes)
+
+
+#: Scalar bodies divide by zero the IEEE way (inf/nan), never raise.
+_scalar = njit(error_model='numpy')
+
+
+@_scalar
+def _one(x, y):
+    return 1.0
+
+
+@_scalar
+def _minus_one(x, y):
+    return -1.0
+
+
+@_scalar
+def _zero(x, y):
+    return 0.0
+
+
+@_scalar
+def _add(x, y):
+    return x + y
+
+
+@_scalar
+def _sub(x, y):
+    return x - y
+
+
+@_scalar
+def _mul(x, y):
+    return x * y
+
+
+@_scalar
+def _mul_da(x, y):
+    return y
+
+
+@_scalar
+def _mul_db(x, y):
+    return x
+
+
+@_scalar
+def _div(x, y):
+    return x / y
+
+
+@_scalar
+def _div_da(x, y):
+    return 1.0 / y
+
+
+@_scalar
+def _div_db(x, y):
+    return -x / (y * y)
+
+
+@_scalar
+def _pow(x, y):
+    return x ** y
+
+
+@_scalar
+def _pow_da(x, y):
+    return y * x ** (y - 1.0)
+
+
+@_scalar
+def _pow_db(x, y):
+    if x > 0:
+        return x ** y * math.log(x)
+    if x == 0:
+        return x ** y * -math.inf
+    return math.nan
+
+
+@_scalar
+def _max(x, y):
+    return x if x >= y else y
+
+
+@_scalar
+def _ge(x, y):
+    return 1.0 if x >= y else 0.0
+
+
+@_scalar
+def _lt(x, y):
+    return 1.0 if x < y else 0.0
+
+
+@_scalar
+def _min(x, y):
+    return x if x <= y else y
+
+
+@_scalar
+def _le(x, y):
+    return 1.0 if x <= y else 0.0
+
+
+@_scalar
+def _gt(x, y):
+    return 1.0 if x > y else 0.0
+
+
+@_scalar
+def _eq(x, y):
+    return 1.0 if x == y else 0.0
+
+
+@_scalar
+def _ne(x, y):
+    return 1.0 if x != y else 0.0
+
+
+#: name -> (f, d/dlhs, d/drhs, aliases, one-line summary).
+BROADCAST = {
+    'broadcast_add': (_add, _one, _one, ('broadcast_plus',), 'Sum with broadcasting.'),
+    'broadcast_sub': (_sub, _one, _minus_one, ('broadcast_minus',),
+                      'Difference with broadcasting.'),
+    'broadcast_mul': (_mul, _mul_da, _mul_db, (), 'Product with broadcasting.'),
+    'broadcast_div': (_div, _div_da, _div_db, (), 'Quotient with broadcasting.'),
+    'broadcast_power': (_pow, _pow_da, _pow_db, (), 'lhs to the power rhs, with broadcasting.'),
+    'broadcast_maximum': (_max, _ge, _lt, (), 'Elementwise maximum with broadcasting.'),
+    'broadcast_minimum': (_min, _le, _gt, (), 'Elementwise minimum with broadcasting.'),
+    'broadcast_equal': (_eq, _zero, _zero, (), '1 where lhs == rhs, else 0 (broadcasting).'),
+    'broadcast_not_equal': (_ne, _zero, _zero, (), '1 where lhs != rhs, else 0 (broadcasting).'),
+    'broadcast_greater': (_gt, _zero, _zero, (), '1 where lhs > rhs, else 0 (broadcasting).'),
+    'broadcast_greater_equal': (_ge, _zero, _zero, (),
+                                '1 where lhs >= rhs, else 0 (broadcasting).'),
+    'broadcast_lesser': (_lt, _zero, _zero, (), '1 where lhs < rhs, else 0 (broadcasting).'),
+    'broadcast_lesser_equal': (_le, _zero, _zero, (),
+                               '1 where lhs <= rhs, else 0 (broadcasting).'),
+}
+
+for _name, (_f, _da, _db, _aliases, _summary) in BROADCAST.items():
+    _fwd, _bwd = make_binary_broadcast(_f, _da, _db)
+    register_op(OpDef(
+        name=_name,
+        aliases=_aliases,
+        arguments=['lhs', 'rhs'],
+        infer_shape=_infer_shape,
+        forward=_fwd,
+        backward=_bwd,
+        doc='%s\n\nNumpy broadcasting; see the table in ``ffnumba.ops.tensor.broadcast``.\n'
+            % _summary,
+        input_docs={'lhs': 'First input.', 'rhs': 'Second input.'},
+    ))
