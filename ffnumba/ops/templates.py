@@ -13,11 +13,13 @@ into:
 and wrap both in forward/backward functions that follow the registry's
 compute contract (``grad_req`` ``'write'``/``'add'`` honoured in the kernel).
 """
+import functools
+
 import numpy as np
 from numba import njit
 
 __all__ = ['JIT', 'FASTMATH', 'make_unary', 'make_binary', 'LazyCudaKernel', 'launch_1d',
-           'GPU_THREADS', 'import_cuda']
+           'GPU_THREADS', 'import_cuda', 'f16_safe']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
 cuda = None
@@ -79,6 +81,50 @@ def _flat(a):
     return a.reshape(-1)
 
 
+def f16_safe(fn):
+    """Run a CPU compute function on float32 copies of its float16 arrays.
+
+    numba's CPU backend has no float16. Every float16 array in the list
+    arguments of ``fn(ctx, p, *lists)`` (a compute function of the registry
+    contract) is copied to float32, ``fn`` runs on the copies, and each copy is
+    cast back into its array: outputs, gradients (``'add'`` accumulates in
+    float32, then rounds once) and in-place updated aux states alike. Other
+    dtypes pass through untouched, so the wrapper costs nothing for them.
+
+    Parameters
+    ----------
+    fn : callable(ctx, p, *lists)
+        A CPU ``forward`` or ``backward`` of :class:`~ffnumba.ops.registry.OpDef`.
+
+    Returns
+    -------
+    callable
+        ``fn`` with the same signature (``functools.wraps``).
+    """
+    @functools.wraps(fn)
+    def wrapped(ctx, p, *lists):
+        pairs = []
+        new = []
+        for lst in lists:
+            if isinstance(lst, (list, tuple)):
+                conv = []
+                for a in lst:
+                    if a is not None and getattr(a, 'dtype', None) == np.float16:
+                        c = a.astype(np.float32)
+                        pairs.append((a, c))
+                        a = c
+                    conv.append(a)
+                lst = conv
+            new.append(lst)
+        if not pairs:
+            return fn(ctx, p, *lists)
+        res = fn(ctx, p, *new)
+        for orig, copy in pairs:
+            orig[...] = copy
+        return res
+    return wrapped
+
+
 def make_unary(f, df, grad_uses='input', scalars=None):
     """Forward/backward for ``y = f(x, a, b)`` on every device.
 
@@ -99,6 +145,7 @@ def make_unary(f, df, grad_uses='input', scalars=None):
         raise ValueError(grad_uses)
     use_out = grad_uses == 'output'
     get = scalars or (lambda p: (0.0, 0.0))
+    stable_cache_key(f, df)
 
     @njit(**JIT)
     def fwd_cpu(x, out, a, b):
@@ -140,10 +187,12 @@ def make_unary(f, df, grad_uses='input', scalars=None):
 
     fwd_gpu, bwd_gpu = LazyCudaKernel(build_fwd), LazyCudaKernel(build_bwd)
 
+    @f16_safe
     def forward(ctx, p, inputs, outputs, aux):
         a, b = get(p)
         fwd_cpu(_flat(inputs[0]), _flat(outputs[0]), a, b)
 
+    @f16_safe
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if req[0] == 'null':
             return
@@ -179,6 +228,8 @@ def make_binary(f, dfa, dfb):
     -------
     (forward, backward) dicts for :class:`OpDef`.
     """
+    stable_cache_key(f, dfa, dfb)
+
     @njit(**JIT)
     def fwd_cpu(x, y, out):
         for i in range(x.size):
@@ -232,9 +283,11 @@ def make_binary(f, dfa, dfb):
         gb = _flat(in_grads[1]) if req[1] != 'null' else og
         return ga, gb, modes[req[0]], modes[req[1]]
 
+    @f16_safe
     def forward(ctx, p, inputs, outputs, aux):
         fwd_cpu(_flat(inputs[0]), _flat(inputs[1]), _flat(outputs[0]))
 
+    @f16_safe
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         og = _flat(out_grads[0])
         ga, gb, ma, mb = _grads(in_grads, req, og)
@@ -255,8 +308,47 @@ def make_binary(f, dfa, dfb):
     return {'cpu': forward, 'gpu': forward_gpu}, {'cpu': backward, 'gpu': backward_gpu}
 
 
+# ------------------------------------------------------------------ disk cache of closures
+def stable_cache_key(*fns):
+    """Give njit scalar bodies a deterministic identity so template kernels cache on disk.
+
+    A template kernel is a closure over its scalar bodies, and numba keys the
+    on-disk cache of a closure by the pickled closure variables. A dispatcher
+    pickles with a random per-process uuid, so without this every process
+    misses the cache, recompiles, and adds another entry to ``__pycache__``.
+    Naming each body by ``module.qualname`` makes the key reproducible (the
+    body's code is still pickled by value, so editing it changes the key).
+    Call it on the bodies before building kernels from them; already-named
+    dispatchers are left alone.
+    """
+    for f in fns:
+        if f is None or f.__dict__.get('_MemoMixin__uuid') is not None \
+                or not hasattr(f, '_set_uuid'):
+            continue
+        name = 'ffnumba:%s.%s' % (f.py_func.__module__, f.py_func.__qualname__)
+        if f._memo.get(name) is None:      # a twin (same qualname) keeps a random uuid
+            f._set_uuid(name)
+    return fns
+
+
 # ------------------------------------------------------------------ broadcasting
 _MODES = {'null': 0, 'write': 1, 'add': 2}
+
+
+def _up(a, keep=True):
+    """A float32 twin of a float16 array (CPU @njit has no float16); others as they are.
+
+    ``keep=False`` skips copying the values (a buffer the kernel overwrites).
+    """
+    if a.dtype != np.float16:
+        return a
+    return a.astype(np.float32) if keep else np.empty(a.shape, np.float32)
+
+
+def _down(dst, src):
+    """Copy a float32 twin made by :func:`_up` back into its float16 array."""
+    if src is not dst:
+        dst[...] = src.reshape(dst.shape)
 _PLANS = {}
 
 
@@ -331,6 +423,8 @@ def make_binary_broadcast(f, dfa, dfb):
     -------
     (forward, backward) : dicts ``{'cpu': fn, 'gpu': fn}`` for :class:`OpDef`.
     """
+    stable_cache_key(f, dfa, dfb)
+
     @njit(**JIT)
     def fwd_cpu(a, b, out, shape, sa, sb, same):
         if same:
@@ -345,8 +439,24 @@ def make_binary_broadcast(f, dfa, dfb):
         ib = 0
         i = 0
         while i < out.size:
-            for k in range(n):
-                out[i + k] = f(a[ia + k * sal], b[ib + k * sbl])
+            # the innermost collapsed axis has stride 1 (walked) or 0 (broadcast)
+            # (slices keep the loop index provably >= 0, so LLVM vectorizes it)
+            orow = out[i:i + n]
+            if sal == 1 and sbl == 1:
+                arow, brow = a[ia:ia + n], b[ib:ib + n]
+                for k in range(n):
+                    orow[k] = f(arow[k], brow[k])
+            elif sal == 1 and sbl == 0:
+                arow, bv = a[ia:ia + n], b[ib]
+                for k in range(n):
+                    orow[k] = f(arow[k], bv)
+            elif sal == 0 and sbl == 1:
+                av, brow = a[ia], b[ib:ib + n]
+                for k in range(n):
+                    orow[k] = f(av, brow[k])
+            else:
+                for k in range(n):
+                    out[i + k] = f(a[ia + k * sal], b[ib + k * sbl])
             i += n
             d = last - 1
             while d >= 0:
@@ -376,14 +486,47 @@ def make_binary_broadcast(f, dfa, dfb):
         ib = 0
         i = 0
         while i < og.size:
-            for k in range(n):
-                x = a[ia + k * sal]
-                y = b[ib + k * sbl]
-                g = og[i + k]
+            grow = og[i:i + n]
+            if sal == 1 and sbl == 1:
+                arow, brow = a[ia:ia + n], b[ib:ib + n]
                 if mode_a != 0:
-                    ga[ia + k * sal] += g * dfa(x, y)
+                    garow = ga[ia:ia + n]
+                    for k in range(n):
+                        garow[k] += grow[k] * dfa(arow[k], brow[k])
                 if mode_b != 0:
-                    gb[ib + k * sbl] += g * dfb(x, y)
+                    gbrow = gb[ib:ib + n]
+                    for k in range(n):
+                        gbrow[k] += grow[k] * dfb(arow[k], brow[k])
+            elif sal == 1 and sbl == 0:
+                # rhs broadcast along the row: sum its gradient in a register
+                arow, bv, acc = a[ia:ia + n], b[ib], 0.0
+                if mode_a != 0:
+                    garow = ga[ia:ia + n]
+                    for k in range(n):
+                        garow[k] += grow[k] * dfa(arow[k], bv)
+                if mode_b != 0:
+                    for k in range(n):
+                        acc += grow[k] * dfb(arow[k], bv)
+                    gb[ib] += acc
+            elif sal == 0 and sbl == 1:
+                av, brow, acc = a[ia], b[ib:ib + n], 0.0
+                if mode_b != 0:
+                    gbrow = gb[ib:ib + n]
+                    for k in range(n):
+                        gbrow[k] += grow[k] * dfb(av, brow[k])
+                if mode_a != 0:
+                    for k in range(n):
+                        acc += grow[k] * dfa(av, brow[k])
+                    ga[ia] += acc
+            else:
+                for k in range(n):
+                    x = a[ia + k * sal]
+                    y = b[ib + k * sbl]
+                    g = grow[k]
+                    if mode_a != 0:
+                        ga[ia + k * sal] += g * dfa(x, y)
+                    if mode_b != 0:
+                        gb[ib + k * sbl] += g * dfb(x, y)
             i += n
             d = last - 1
             while d >= 0:
@@ -407,7 +550,7 @@ def make_binary_broadcast(f, dfa, dfb):
                 rem = i
                 ia = 0
                 ib = 0
-                for d in range(shape.size - 1, -1, -1):
+                for d in range(len(shape) - 1, -1, -1):
                     q = rem % shape[d]
                     rem //= shape[d]
                     ia += q * sa[d]
@@ -425,7 +568,7 @@ def make_binary_broadcast(f, dfa, dfb):
                 rem = i
                 ia = 0
                 ib = 0
-                for d in range(shape.size - 1, -1, -1):
+                for d in range(len(shape) - 1, -1, -1):
                     q = rem % shape[d]
                     rem //= shape[d]
                     ia += q * sa[d]
@@ -446,18 +589,27 @@ def make_binary_broadcast(f, dfa, dfb):
     def forward(ctx, p, inputs, outputs, aux):
         a, b, out = inputs[0], inputs[1], outputs[0]
         shape, sa, sb, same = broadcast_plan(a.shape, b.shape, out.shape)
-        fwd_cpu(_flat(a), _flat(b), _flat(out), shape, sa, sb, same)
+        a, b, o = _up(a), _up(b), _up(out)
+        fwd_cpu(_flat(a), _flat(b), _flat(o), shape, sa, sb, same)
+        _down(out, o)
 
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         a, b, og = inputs[0], inputs[1], out_grads[0]
         ga, gb, ma, mb = _grads(in_grads, req, _flat(og))
         if ma or mb:
             shape, sa, sb, _ = broadcast_plan(a.shape, b.shape, og.shape)
-            bwd_cpu(_flat(a), _flat(b), _flat(og), ga, gb, shape, sa, sb, ma, mb)
+            ga32, gb32 = _up(ga, ma == 2), _up(gb, mb == 2)
+            bwd_cpu(_flat(_up(a)), _flat(_up(b)), _flat(_up(og)), ga32, gb32, shape, sa, sb,
+                    ma, mb)
+            if ma:
+                _down(ga, ga32)
+            if mb:
+                _down(gb, gb32)
 
     def _dev_plan(a, b, o):
-        shape, sa, sb, _ = broadcast_plan(a.shape, b.shape, o.shape)
-        return cuda.to_device(shape), cuda.to_device(sa), cuda.to_device(sb)
+        # small tuples travel as kernel arguments: no device allocation per launch
+        shape, sa, sb, _ = broadcast_plan(tuple(a.shape), tuple(b.shape), tuple(o.shape))
+        return tuple(int(v) for v in shape), tuple(int(v) for v in sa), tuple(int(v) for v in sb)
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         import_cuda(globals())
@@ -560,10 +712,31 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None):
     """
     use_pre = pre is not None
     pre = pre if use_pre else _no_pre
+    stable_cache_key(combine, finalize, grad, pre)
 
     @njit(**JIT)
-    def fwd_cpu(x, out, koff, roff):
+    def fwd_cpu(x, out, koff, roff, swap):
         n = roff.size
+        if swap:
+            # the last axis is kept: sweep whole rows of outputs per reduced index
+            for o in range(koff.size):
+                out[o] = x[koff[o] + roff[0]]
+            for j in range(1, n):
+                r = roff[j]
+                for o in range(koff.size):
+                    out[o] = combine(out[o], x[koff[o] + r])
+            for o in range(koff.size):
+                out[o] = finalize(out[o], n)
+            return
+        if roff[n - 1] == n - 1:
+            # each group is one contiguous run: read it as a slice (vectorizes)
+            for o in range(koff.size):
+                row = x[koff[o]:koff[o] + n]
+                acc = row[0]
+                for j in range(1, n):
+                    acc = combine(acc, row[j])
+                out[o] = finalize(acc, n)
+            return
         for o in range(koff.size):
             base = koff[o]
             acc = x[base + roff[0]]
@@ -572,8 +745,19 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None):
             out[o] = finalize(acc, n)
 
     @njit(**JIT)
-    def bwd_cpu(x, y, og, ig, koff, roff, add):
+    def bwd_cpu(x, y, og, ig, koff, roff, add, swap):
         n = roff.size
+        if swap and not use_pre:
+            for j in range(n):
+                r = roff[j]
+                for o in range(koff.size):
+                    k = koff[o] + r
+                    v = og[o] * grad(x[k], y[o], n, 1.0, 0.0)
+                    if add:
+                        ig[k] += v
+                    else:
+                        ig[k] = v
+            return
         for o in range(koff.size):
             base = koff[o]
             s1 = 1.0
@@ -631,22 +815,47 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None):
 
     fwd_gpu, bwd_gpu = LazyCudaKernel(build_fwd), LazyCudaKernel(build_bwd)
 
+    def _plan(p, x):
+        axes = axes_of(p, x.shape)
+        koff, roff = reduce_plan(x.shape, axes)
+        swap = x.ndim > 0 and (x.ndim - 1) not in axes and roff.size > 1
+        return koff, roff, swap
+
     def forward(ctx, p, inputs, outputs, aux):
         x = inputs[0]
-        koff, roff = reduce_plan(x.shape, axes_of(p, x.shape))
-        fwd_cpu(_flat(x), _flat(outputs[0]), koff, roff)
+        koff, roff, swap = _plan(p, x)
+        o = _up(outputs[0])
+        fwd_cpu(_flat(_up(x)), _flat(o), koff, roff, swap)
+        _down(outputs[0], o)
 
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if req[0] == 'null':
             return
         x = inputs[0]
-        koff, roff = reduce_plan(x.shape, axes_of(p, x.shape))
-        bwd_cpu(_flat(x), _flat(outputs[0]), _flat(out_grads[0]), _flat(in_grads[0]),
-                koff, roff, req[0] == 'add')
+        koff, roff, swap = _plan(p, x)
+        add = req[0] == 'add'
+        ig = _up(in_grads[0], add)
+        bwd_cpu(_flat(_up(x)), _flat(_up(outputs[0])), _flat(_up(out_grads[0])), _flat(ig),
+                koff, roff, add, swap)
+        _down(in_grads[0], ig)
+
+    dev_plans = {}
 
     def _dev_plan(x, p):
-        koff, roff = reduce_plan(x.shape, axes_of(p, x.shape))
-        return cuda.to_device(koff), cuda.to_device(roff)
+        shape = tuple(x.shape)
+        axes = tuple(axes_of(p, shape))
+        try:
+            dev = cuda.get_current_device().id
+        except Exception:       # the simulator may not tell
+            dev = 0
+        key = (shape, axes, dev)
+        plan = dev_plans.get(key)
+        if plan is None:
+            koff, roff = reduce_plan(shape, axes)
+            if len(dev_plans) > 256:
+                dev_plans.clear()
+            plan = dev_plans[key] = (cuda.to_device(koff), cuda.to_device(roff))
+        return plan
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         import_cuda(globals())
@@ -667,4 +876,5 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None):
     return {'cpu': forward, 'gpu': forward_gpu}, {'cpu': backward, 'gpu': backward_gpu}
 
 
-__all__ += ['make_binary_broadcast', 'make_reduce', 'broadcast_plan', 'reduce_plan', 'fill_gpu']
+__all__ += ['make_binary_broadcast', 'make_reduce', 'stable_cache_key', 'broadcast_plan',
+            'reduce_plan', 'fill_gpu']
