@@ -44,17 +44,22 @@ def _opcase_ops():
     return found
 
 
+def _real(names):
+    """Leave out the ``_test_*`` ops that other test modules register for themselves."""
+    return sorted(n for n in names if not n.startswith('_test_'))
+
+
 def test_gpu_missing_list_is_honest():
-    assert gpu_missing() == sorted(KNOWN_GPU_MISSING)
+    assert _real(gpu_missing()) == sorted(KNOWN_GPU_MISSING)
 
 
 def test_every_operator_has_an_opcase_test():
-    missing = sorted(set(list_ops()) - _opcase_ops() - set(NOT_OPCASE))
+    missing = sorted(set(_real(list_ops())) - _opcase_ops() - set(NOT_OPCASE))
     assert not missing, 'operators without an OpCase test: %s' % missing
 
 
 def test_every_operator_documents_itself():
-    for name in list_ops():
+    for name in _real(list_ops()):
         op = get_op(name)
         assert op.doc.strip(), name
         for fname, field in op.params._fields.items():
