@@ -32,11 +32,13 @@ inference pass prefixes ``Error in operator <node>:``.
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+import numpy as np
+
 from ..base import FFError, ShapeError, DTypeError
 from .params import NoParams
 
 __all__ = ['OpDef', 'OpContext', 'register_op', 'get_op', 'list_ops', 'gpu_missing',
-           'assign', 'same_shape', 'same_type', 'shape_assign']
+           'assign', 'same_shape', 'same_type', 'shape_assign', 'FLOAT_TYPES']
 
 _OPS = {}
 _ALIASES = {}
@@ -117,6 +119,12 @@ class OpDef:
         The docstring body (math, shapes, source).
     input_docs : dict
         One line per argument name for the generated docstring.
+    float_only : bool or tuple of str, default False
+        Inputs that must have a floating dtype (float16/32/64): ``True`` for
+        every argument and auxiliary state, or a tuple of names. Type
+        inference then raises :class:`~ffnumba.base.DTypeError` naming the
+        input and its dtype, instead of letting an int or bool array reach
+        float kernels (a numba typing error or silently truncated numbers).
     """
 
     name: str
@@ -135,6 +143,7 @@ class OpDef:
     variadic: Optional[str] = None
     doc: str = ''
     input_docs: dict = field(default_factory=dict)
+    float_only: object = False
 
     def __post_init__(self):
         self.list_arguments = _as_fn(self.arguments)
@@ -144,6 +153,8 @@ class OpDef:
                                else (lambda p, n=self.num_hidden_outputs: n))
         if self.infer_type is None:
             self.infer_type = same_type
+        if self.float_only:
+            self.infer_type = _float_checked(self, self.infer_type)
         if self.hint is None:
             self.hint = self.name.lower()
 
@@ -159,6 +170,25 @@ class OpDef:
             raise FFError('Operator %s has no %s implementation yet (see '
                           'ffnumba.ops.registry.gpu_missing())' % (self.name, device_type))
         return self.forward[device_type], self.backward[device_type]
+
+
+#: dtypes a ``float_only`` input accepts.
+FLOAT_TYPES = ('float16', 'float32', 'float64')
+
+
+def _float_checked(op, infer_type):
+    """Wrap ``infer_type`` so ``op.float_only`` inputs must have a float dtype."""
+    def infer(p, in_types, aux_types):
+        names = list(op.list_arguments(p)) + list(op.list_aux(p))
+        wanted = names if op.float_only is True else list(op.float_only)
+        res = infer_type(p, in_types, aux_types)
+        for name, t in zip(names, list(res[0]) + list(res[2])):
+            if name in wanted and t is not None and np.dtype(t).name not in FLOAT_TYPES:
+                raise DTypeError('%s: `%s` must have a float dtype (%s). Received: %s dtype %s'
+                                 % (op.name, name, ', '.join(FLOAT_TYPES), name,
+                                    np.dtype(t).name))
+        return res
+    return infer
 
 
 def register_op(op):
@@ -219,7 +249,17 @@ def gpu_missing():
 # --------------------------------------------------------------------- helpers
 
 def assign(dst, src, req):
-    """Write or accumulate ``src`` into ``dst`` by ``req`` (numpy arrays)."""
+    """Write or accumulate ``src`` into ``dst`` by ``req`` (numpy arrays).
+
+    Parameters
+    ----------
+    dst : numpy.ndarray
+        The gradient or output array, written in place.
+    src : array_like
+        Broadcastable to ``dst.shape``.
+    req : {'write', 'add', 'null'}
+        ``'null'`` leaves ``dst`` alone.
+    """
     if req == 'write':
         dst[...] = src
     elif req == 'add':
@@ -229,8 +269,23 @@ def assign(dst, src, req):
 def shape_assign(shapes, i, shape, what):
     """Set ``shapes[i]`` to ``shape``, or check it against a known value.
 
-    Raises ShapeError(``Shape inconsistent, Provided = [...], inferred shape=(...)``)
-    naming ``what`` on a conflict.
+    Parameters
+    ----------
+    shapes : list of tuple or None
+        Shapes being inferred; ``shapes[i]`` may be set in place.
+    i : int
+        Index into ``shapes``.
+    shape : tuple of int or None
+        The inferred shape (``None``: nothing to do).
+    what : str
+        The input's name, for the message.
+
+    Raises
+    ------
+    ShapeError
+        ``Shape inconsistent for input `what`, Provided = [...], inferred
+        shape=(...)`` when ``shapes[i]`` is known and differs (MXNet's wording;
+        the inference pass prefixes ``Error in operator <node>:``).
     """
     shape = None if shape is None else tuple(int(d) for d in shape)
     if shape is None:
@@ -243,7 +298,25 @@ def shape_assign(shapes, i, shape, what):
 
 
 def same_shape(p, in_shapes, aux_shapes, names=None):
-    """Inference for ops whose inputs and single output share one shape."""
+    """Inference for ops whose inputs and single output share one shape.
+
+    Parameters
+    ----------
+    p : Params
+        Unused (the infer_shape signature).
+    in_shapes, aux_shapes : list of tuple or None
+    names : list of str, optional
+        Input names for messages (default ``input 0``, ``input 1`` ...).
+
+    Returns
+    -------
+    (in_shapes, [out_shape], aux_shapes)
+
+    Raises
+    ------
+    ShapeError
+        When two known inputs differ (see :func:`shape_assign`).
+    """
     known = next((s for s in in_shapes if s is not None), None)
     ins = list(in_shapes)
     if known is not None:
@@ -253,7 +326,18 @@ def same_shape(p, in_shapes, aux_shapes, names=None):
 
 
 def same_type(p, in_types, aux_types):
-    """Type inference where every input, output and aux share one dtype."""
+    """Type inference where every input, output and aux share one dtype.
+
+    Returns
+    -------
+    (in_types, [out_type], aux_types)
+        Unknown entries filled with the first known dtype.
+
+    Raises
+    ------
+    DTypeError
+        When two known dtypes differ.
+    """
     known = next((t for t in list(in_types) + list(aux_types) if t is not None), None)
     if known is None:
         return list(in_types), [None], list(aux_types)

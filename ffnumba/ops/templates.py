@@ -71,7 +71,17 @@ class LazyCudaKernel:
 
 
 def launch_1d(kernel, n, *args):
-    """Launch a grid-stride kernel over ``n`` elements."""
+    """Launch a grid-stride kernel over ``n`` elements.
+
+    Parameters
+    ----------
+    kernel : numba CUDA kernel
+        A ``@cuda.jit`` grid-stride loop (every thread walks ``i += gridsize``).
+    n : int
+        Work items; blocks = ``ceil(n / GPU_THREADS)``, at least 1, at most 4096.
+    *args
+        Kernel arguments.
+    """
     threads = GPU_THREADS
     blocks = max(1, min((n + threads - 1) // threads, 4096))
     kernel[blocks, threads](*args)
@@ -128,18 +138,30 @@ def f16_safe(fn):
 def make_unary(f, df, grad_uses='input', scalars=None):
     """Forward/backward for ``y = f(x, a, b)`` on every device.
 
+    The backward is ``dx (+)= dy * df(v, a, b)`` elementwise (chain rule).
+    Arrays of any shape are walked flat; float32 and float64 run natively,
+    float16 runs in float32 on the CPU (:func:`f16_safe`).
+
     Parameters
     ----------
     f : njit function (x, a, b) -> y
+        Scalar forward body, a plain ``@njit`` (no signature) so the GPU
+        kernel can call it too.
     df : njit function (v, a, b) -> dy/dx
         ``v`` is ``x`` when ``grad_uses='input'`` and ``y`` when ``'output'``.
-    grad_uses : {'input', 'output'}
+    grad_uses : {'input', 'output'}, default 'input'
     scalars : callable(p) -> (a, b), optional
         Reads the float params the body uses (default ``(0.0, 0.0)``).
 
     Returns
     -------
     (forward, backward) : two dicts ``{'cpu': fn, 'gpu': fn}`` for :class:`OpDef`.
+
+    Raises
+    ------
+    ValueError
+        If ``grad_uses`` is neither ``'input'`` nor ``'output'`` (a programming
+        error at import, never a user error).
     """
     if grad_uses not in ('input', 'output'):
         raise ValueError(grad_uses)
@@ -219,6 +241,11 @@ def make_unary(f, df, grad_uses='input', scalars=None):
 def make_binary(f, dfa, dfb):
     """Forward/backward for same-shape ``y = f(a, b)`` on every device.
 
+    The backward is ``da (+)= dy * dfa(a, b)``, ``db (+)= dy * dfb(a, b)``
+    elementwise, each honouring its own ``grad_req``. Both operands must
+    have the output's shape (the op's shape inference guarantees it); float16
+    runs in float32 on the CPU (:func:`f16_safe`).
+
     Parameters
     ----------
     f : njit function (x, y) -> out
@@ -226,7 +253,7 @@ def make_binary(f, dfa, dfb):
 
     Returns
     -------
-    (forward, backward) dicts for :class:`OpDef`.
+    (forward, backward) : dicts ``{'cpu': fn, 'gpu': fn}`` for :class:`OpDef`.
     """
     stable_cache_key(f, dfa, dfb)
 

@@ -135,6 +135,7 @@ _FWD = {'cpu': _copy_cpu, 'gpu': COPY_FORWARD['gpu']}
 
 register_op(OpDef(
     name='MakeLoss',
+    float_only=True,
     arguments=['data'],
     infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
     forward=_FWD,
@@ -147,6 +148,7 @@ register_op(OpDef(
 
 register_op(OpDef(
     name='make_loss',
+    float_only=True,
     arguments=['data'],
     infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
     forward=_FWD,

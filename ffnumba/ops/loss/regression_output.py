@@ -29,7 +29,6 @@ output      the shape of data
 
 Source: MXNet 1.x regression output documentation; checked against MXNet 1.9.1.
 """
-import numpy as np
 from numba import njit
 
 from ...base import ShapeError
@@ -37,7 +36,7 @@ from ..nn.activation import ACTIVATIONS
 from ..params import Field, Params
 from ..registry import OpDef, register_op
 from ..tensor.flatten import COPY_FORWARD
-from ..templates import JIT, LazyCudaKernel, import_cuda
+from ..templates import JIT, LazyCudaKernel, f16_safe, fill_gpu, import_cuda
 
 __all__ = ['RegressionOutputParam']
 
@@ -71,13 +70,19 @@ def _infer_shape(p, in_shapes, aux_shapes):
     return ins, [d], list(aux_shapes)
 
 
+@njit
+def _reg_scalar(out, label, scale, use_sign):
+    """One element of the gradient: ``scale * (out - label)`` or ``scale * s(out - label)``."""
+    diff = out - label
+    if use_sign:
+        diff = 1.0 if diff > 0 else -1.0
+    return scale * diff
+
+
 @njit(**JIT)
 def _reg_grad(out, label, grad, scale, use_sign, add):
     for i in range(out.size):
-        diff = out[i] - label[i]
-        if use_sign:
-            diff = 1.0 if diff > 0 else -1.0
-        g = scale * diff
+        g = _reg_scalar(out[i], label[i], scale, use_sign)
         if add:
             grad[i] += g
         else:
@@ -91,10 +96,7 @@ def _build_grad():
     def k(out, label, grad, scale, use_sign, add):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for i in range(start, out.size, stride):
-            diff = out[i] - label[i]
-            if use_sign:
-                diff = 1.0 if diff > 0 else -1.0
-            g = scale * diff
+            g = _reg_scalar(out[i], label[i], scale, use_sign)
             if add:
                 grad[i] += g
             else:
@@ -102,54 +104,34 @@ def _build_grad():
     return k
 
 
-def _build_fill():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(a, v):
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for i in range(start, a.size, stride):
-            a[i] = v
-    return k
-
-
 _gpu_grad = LazyCudaKernel(_build_grad)
-_gpu_fill = LazyCudaKernel(_build_fill)
 
 
 def _copy_cpu(ctx, p, inputs, outputs, aux):
     outputs[0][...] = inputs[0]
 
 
-def _make_backward(use_sign):
-    def _scale(p, label):
-        m = label.size // label.shape[0] if label.ndim and label.shape[0] else 1
-        return p.grad_scale / max(m, 1)
+def _scale(p, label):
+    """``grad_scale / m`` with ``m = label.size / label.shape[0]`` outputs per sample."""
+    m = label.size // label.shape[0] if label.ndim and label.shape[0] else 1
+    return p.grad_scale / max(m, 1)
 
+
+def _make_backward(use_sign):
+    @f16_safe
     def backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if req[1] == 'write':
             in_grads[1][...] = 0
         if req[0] == 'null':
             return
-        out, label = outputs[0], inputs[1]
-        add = req[0] == 'add'
-        if out.dtype == np.float16:
-            g = np.zeros(out.size, np.float32)
-            _reg_grad(out.reshape(-1).astype(np.float32), label.reshape(-1).astype(np.float32),
-                      g, _scale(p, label), use_sign, False)
-            g = g.reshape(out.shape).astype(np.float16)
-            if add:
-                in_grads[0] += g
-            else:
-                in_grads[0][...] = g
-            return
-        _reg_grad(out.reshape(-1), label.reshape(-1), in_grads[0].reshape(-1),
-                  _scale(p, label), use_sign, add)
+        label = inputs[1]
+        _reg_grad(outputs[0].reshape(-1), label.reshape(-1), in_grads[0].reshape(-1),
+                  _scale(p, label), use_sign, req[0] == 'add')
 
     def backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if req[1] == 'write':
             g1 = in_grads[1].reshape(-1)
-            _gpu_fill.launch(g1.size, g1, 0.0)
+            fill_gpu.launch(g1.size, g1, 0.0)
         if req[0] == 'null':
             return
         out, label = outputs[0].reshape(-1), inputs[1]
@@ -159,31 +141,16 @@ def _make_backward(use_sign):
     return backward_cpu, backward_gpu
 
 
-def _identity_gpu(ctx, p, inputs, outputs, aux):
-    COPY_FORWARD['gpu'](ctx, p, inputs, outputs, aux)
-
-
-def _sigmoid(device):
-    fwd = ACTIVATIONS['sigmoid'][0][device]
-
-    def forward(ctx, p, inputs, outputs, aux):
-        if device == 'cpu' and inputs[0].dtype == np.float16:
-            x = inputs[0].astype(np.float32)
-            outputs[0][...] = 1.0 / (1.0 + np.exp(-x))
-            return
-        fwd(ctx, p, inputs, outputs, aux)
-    return forward
-
-
 _DOCS = {'data': 'Input scores.', 'label': 'Regression targets.'}
 
 for _name, _fwd, _sign in (
-        ('LinearRegressionOutput', {'cpu': _copy_cpu, 'gpu': _identity_gpu}, False),
-        ('LogisticRegressionOutput', {'cpu': _sigmoid('cpu'), 'gpu': _sigmoid('gpu')}, False),
-        ('MAERegressionOutput', {'cpu': _copy_cpu, 'gpu': _identity_gpu}, True)):
+        ('LinearRegressionOutput', {'cpu': _copy_cpu, 'gpu': COPY_FORWARD['gpu']}, False),
+        ('LogisticRegressionOutput', ACTIVATIONS['sigmoid'][0], False),
+        ('MAERegressionOutput', {'cpu': _copy_cpu, 'gpu': COPY_FORWARD['gpu']}, True)):
     _bc, _bg = _make_backward(_sign)
     register_op(OpDef(
         name=_name,
+        float_only=True,
         arguments=['data', 'label'],
         infer_shape=_infer_shape,
         forward=_fwd,

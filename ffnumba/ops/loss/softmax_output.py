@@ -54,7 +54,8 @@ from numba import njit
 from ...base import ParamError, ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
-from ..templates import JIT, LazyCudaKernel, import_cuda
+from ..nn import softmax as softmax_kernels
+from ..templates import JIT, LazyCudaKernel, f16_safe, fill_gpu, import_cuda
 
 __all__ = ['SoftmaxOutputParam']
 
@@ -117,23 +118,28 @@ def _infer_shape(p, in_shapes, aux_shapes):
 
 # ------------------------------------------------------------------ CPU kernels
 
-@njit(**JIT)
-def _softmax_cpu(x, out):
-    n, K, S = x.shape
-    for i in range(n):
-        for s in range(S):
-            m = x[i, 0, s]
-            for k in range(1, K):
-                if x[i, k, s] > m:
-                    m = x[i, k, s]
-            tot = 0.0
-            for k in range(K):
-                e = math.exp(x[i, k, s] - m)
-                out[i, k, s] = e
-                tot += e
-            inv = 1.0 / tot
-            for k in range(K):
-                out[i, k, s] *= inv
+@njit
+def _is_ignored(lab, ignore):
+    """Whether label value ``lab`` truncates to ``ignore`` (NaN and huge values never do)."""
+    return lab == lab and abs(lab) < 2.0 ** 62 and math.trunc(lab) == ignore
+
+
+@njit
+def _label_grad(o, lab, k, K, scale, ignore, use_ignore, alpha):
+    """Gradient of class ``k`` with softmax output ``o`` and label ``lab`` (no head grad).
+
+    ``(o - t) * scale`` with ``t`` the (smoothed) one-hot target; 0 for an
+    ignored label under ``use_ignore``; no target class for a label outside
+    ``[0, K)``.
+    """
+    if use_ignore and _is_ignored(lab, ignore):
+        return 0.0
+    hit = lab >= 0 and lab < K and int(lab) == k
+    if alpha > 0.0:
+        t = 1.0 - alpha if hit else (alpha / (K - 1) if K > 1 else 0.0)
+    else:
+        t = 1.0 if hit else 0.0
+    return (o - t) * scale
 
 
 @njit(**JIT)
@@ -147,15 +153,13 @@ def _check_labels(label, rows, K, ignore, use_ignore_or_count):
     bad = -1
     for r in range(rows):
         lab = label[r]
-        if not (lab >= 0 and lab < K):
-            if not (lab == lab and abs(lab) < 2.0 ** 62 and np.trunc(lab) == ignore):
-                bad = r
-                break
+        if not (lab >= 0 and lab < K) and not _is_ignored(lab, ignore):
+            bad = r
+            break
     cnt = 0
     if use_ignore_or_count:
         for r in range(label.size):
-            lab = label[r]
-            if not (lab == lab and abs(lab) < 2.0 ** 62 and np.trunc(lab) == ignore):
+            if not _is_ignored(label[r], ignore):
                 cnt += 1
     return bad, cnt
 
@@ -163,28 +167,13 @@ def _check_labels(label, rows, K, ignore, use_ignore_or_count):
 @njit(**JIT)
 def _softmax_grad_cpu(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og):
     n, K, S = out.shape
-    off = alpha / (K - 1) if K > 1 else 0.0
-    on = 1.0 - alpha
     for i in range(n):
         for s in range(S):
             lab = label[i * S + s]
-            target = -1
-            skip = False
-            if lab >= 0 and lab < K:
-                target = int(lab)
-            if use_ignore and lab == lab and abs(lab) < 2.0 ** 62 and np.trunc(lab) == ignore:
-                skip = True
             for k in range(K):
-                if skip:
-                    g = 0.0
-                else:
-                    if alpha > 0.0:
-                        t = on if k == target else off
-                    else:
-                        t = 1.0 if k == target else 0.0
-                    g = (out[i, k, s] - t) * scale
-                    if has_og:
-                        g *= ograd[i, k, s]
+                g = _label_grad(out[i, k, s], lab, k, K, scale, ignore, use_ignore, alpha)
+                if has_og:
+                    g *= ograd[i, k, s]
                 if add:
                     grad[i, k, s] += g
                 else:
@@ -203,20 +192,10 @@ def _prob_grad_cpu(out, label, grad, ograd, scale, add, has_og):
             grad[i] = g
 
 
-def _f32(a):
-    return a.astype(np.float32) if a.dtype == np.float16 else a
-
-
+@f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
-    x = inputs[0]
-    v = _view(p, x.shape)
-    out = outputs[0]
-    if out.dtype == np.float16:
-        tmp = np.empty(v, np.float32)
-        _softmax_cpu(_f32(x).reshape(v), tmp)
-        out.reshape(v)[...] = tmp
-    else:
-        _softmax_cpu(x.reshape(v), out.reshape(v))
+    v = _view(p, inputs[0].shape)
+    softmax_kernels.cpu_forward(inputs[0].reshape(v), 1.0, False, outputs[0].reshape(v))
 
 
 def _prepare(ctx, p, label_host, data_shape, out_shape):
@@ -259,56 +238,28 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     _zero_label_grad(in_grads, req)
     if req[0] == 'null':
         return
+    scale, prob = _prepare(ctx, p, inputs[1], inputs[0].shape, outputs[0].shape)
+    _grad_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, scale, prob)
+
+
+@f16_safe
+def _grad_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, scale, prob):
     out, label = outputs[0], inputs[1]
-    scale, prob = _prepare(ctx, p, label, inputs[0].shape, out.shape)
     has_og = p.out_grad and out_grads is not None and out_grads[0] is not None
     add = req[0] == 'add'
-    half = out.dtype == np.float16
-    grad = np.zeros(out.shape, np.float32) if half else in_grads[0]
-    o, lab = _f32(out), _f32(label)
-    og = _f32(out_grads[0]) if has_og else o
+    og = out_grads[0] if has_og else out
     if prob:
-        _prob_grad_cpu(o.reshape(-1), lab.reshape(-1), grad.reshape(-1), og.reshape(-1),
-                       scale, add and not half, has_og)
+        _prob_grad_cpu(out.reshape(-1), label.reshape(-1), in_grads[0].reshape(-1),
+                       og.reshape(-1), scale, add, has_og)
     else:
         v = _view(p, out.shape)
         ignore = float(math.trunc(p.ignore_label))
         alpha = 0.0 if p.multi_output else p.smooth_alpha
-        _softmax_grad_cpu(o.reshape(v), lab.reshape(-1), grad.reshape(v), og.reshape(v),
-                          scale, ignore, p.use_ignore, alpha, add and not half, has_og)
-    if half:
-        if add:
-            in_grads[0] += grad.astype(np.float16)
-        else:
-            in_grads[0][...] = grad
+        _softmax_grad_cpu(out.reshape(v), label.reshape(-1), in_grads[0].reshape(v),
+                          og.reshape(v), scale, ignore, p.use_ignore, alpha, add, has_og)
 
 
 # ------------------------------------------------------------------ GPU kernels
-
-def _build_softmax():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(x, out):
-        n, K, S = x.shape
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for r in range(start, n * S, stride):
-            i = r // S
-            s = r - i * S
-            m = x[i, 0, s]
-            for c in range(1, K):
-                if x[i, c, s] > m:
-                    m = x[i, c, s]
-            tot = 0.0
-            for c in range(K):
-                e = math.exp(x[i, c, s] - m)
-                out[i, c, s] = e
-                tot += e
-            inv = 1.0 / tot
-            for c in range(K):
-                out[i, c, s] *= inv
-    return k
-
 
 def _build_grad():
     import_cuda(globals())
@@ -316,28 +267,16 @@ def _build_grad():
     @cuda.jit
     def k(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og):
         n, K, S = out.shape
-        off = alpha / (K - 1) if K > 1 else 0.0
-        on = 1.0 - alpha
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, out.size, stride):
             i = t // (K * S)
             rem = t - i * K * S
             c = rem // S
             s = rem - c * S
-            lab = label[i * S + s]
-            target = -1
-            if lab >= 0 and lab < K:
-                target = int(lab)
-            skip = use_ignore and lab == lab and abs(lab) < 2.0 ** 62 and math.trunc(lab) == ignore
-            g = 0.0
-            if not skip:
-                if alpha > 0.0:
-                    tv = on if c == target else off
-                else:
-                    tv = 1.0 if c == target else 0.0
-                g = (out[i, c, s] - tv) * scale
-                if has_og:
-                    g *= ograd[i, c, s]
+            g = _label_grad(out[i, c, s], label[i * S + s], c, K, scale, ignore, use_ignore,
+                            alpha)
+            if has_og:
+                g *= ograd[i, c, s]
             if add:
                 grad[i, c, s] += g
             else:
@@ -362,32 +301,19 @@ def _build_prob():
     return k
 
 
-_gpu_softmax = LazyCudaKernel(_build_softmax)
 _gpu_grad = LazyCudaKernel(_build_grad)
 _gpu_prob = LazyCudaKernel(_build_prob)
-_gpu_fill = LazyCudaKernel(lambda: _build_fill())
-
-
-def _build_fill():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(a, v):
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for i in range(start, a.size, stride):
-            a[i] = v
-    return k
 
 
 def _forward_gpu(ctx, p, inputs, outputs, aux):
     v = _view(p, inputs[0].shape)
-    _gpu_softmax.launch(v[0] * v[2], inputs[0].reshape(v), outputs[0].reshape(v))
+    softmax_kernels.gpu_forward(inputs[0].reshape(v), 1.0, False, outputs[0].reshape(v))
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     if req[1] == 'write':
         g1 = in_grads[1].reshape(-1)
-        _gpu_fill.launch(g1.size, g1, 0.0)
+        fill_gpu.launch(g1.size, g1, 0.0)
     if req[0] == 'null':
         return
     out, label = outputs[0], inputs[1]
@@ -409,6 +335,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='SoftmaxOutput',
+    float_only=True,
     aliases=('Softmax',),
     arguments=['data', 'label'],
     infer_shape=_infer_shape,

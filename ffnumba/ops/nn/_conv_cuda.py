@@ -19,11 +19,39 @@ globals (``import_cuda(globals())``) so numba's CUDA simulator can run them.
 """
 import math
 
+from numba import njit
+
 from ..templates import LazyCudaKernel, import_cuda
 
-__all__ = ['conv_y', 'conv_x', 'conv_w', 'bias_g', 'pool_y', 'pool_x']
+__all__ = ['conv_y', 'conv_x', 'conv_w', 'bias_g', 'bias_grad', 'pool_y', 'pool_x',
+           'unravel4', 'unravel5']
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
+
+
+@njit
+def unravel5(t, C, D, H, W):
+    """``(n, c, d, h, w)`` of flat index ``t`` in a C-order ``(N, C, D, H, W)`` array.
+
+    A plain ``@njit`` scalar function: GPU kernels call it as a device function.
+    """
+    w = t % W
+    r = t // W
+    h = r % H
+    r //= H
+    d = r % D
+    r //= D
+    return r // C, r % C, d, h, w
+
+
+@njit
+def unravel4(t, C, H, W):
+    """``(n, c, h, w)`` of flat index ``t`` in a C-order ``(N, C, H, W)`` array."""
+    w = t % W
+    r = t // W
+    h = r % H
+    r //= H
+    return r // C, r % C, h, w
 
 
 def _build_conv_y():
@@ -38,14 +66,7 @@ def _build_conv_y():
         Fg = Cout // (Cin // Cg)
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, y.size, stride):
-            ow = t % OW
-            r = t // OW
-            oh = r % OH
-            r //= OH
-            od = r % OD
-            r //= OD
-            co = r % Cout
-            n = r // Cout
+            n, co, od, oh, ow = unravel5(t, Cout, OD, OH, OW)
             c0 = (co // Fg) * Cg
             acc = 0.0
             for c in range(Cg):
@@ -82,14 +103,7 @@ def _build_conv_x():
         Fg = Cout // (Cin // Cg)
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, x.size, stride):
-            iw = t % W
-            r = t // W
-            ih = r % H
-            r //= H
-            i_d = r % D
-            r //= D
-            ci = r % Cin
-            n = r // Cin
+            n, ci, i_d, ih, iw = unravel5(t, Cin, D, H, W)
             grp = ci // Cg
             c = ci - grp * Cg
             acc = 0.0
@@ -132,14 +146,7 @@ def _build_conv_w():
         Fg = Cout // (Cin // Cg)
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, dw.size, stride):
-            kw = t % KW
-            r = t // KW
-            kh = r % KH
-            r //= KH
-            kd = r % KD
-            r //= KD
-            c = r % Cg
-            co = r // Cg
+            co, c, kd, kh, kw = unravel5(t, Cg, KD, KH, KW)
             ci = (co // Fg) * Cg + c
             acc = 0.0
             for n in range(N):
@@ -191,14 +198,7 @@ def _build_pool_y():
         OD, OH, OW = y.shape[2], y.shape[3], y.shape[4]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, y.size, stride):
-            ow = t % OW
-            r = t // OW
-            oh = r % OH
-            r //= OH
-            od = r % OD
-            r //= OD
-            c = r % C
-            n = r // C
+            n, c, od, oh, ow = unravel5(t, C, OD, OH, OW)
             d0 = od * SD - PD
             h0 = oh * SH - PH
             w0 = ow * SW - PW
@@ -243,14 +243,7 @@ def _build_pool_x():
         OD, OH, OW = y.shape[2], y.shape[3], y.shape[4]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, x.size, stride):
-            iw = t % W
-            r = t // W
-            ih = r % H
-            r //= H
-            i_d = r % D
-            r //= D
-            c = r % C
-            n = r // C
+            n, c, i_d, ih, iw = unravel5(t, C, D, H, W)
             acc = 0.0
             # outputs whose window [o*s - p, o*s - p + k) covers this input
             for od in range(max(0, (i_d + PD - KD + SD) // SD), min(OD, (i_d + PD) // SD + 1)):
@@ -305,3 +298,9 @@ conv_w = LazyCudaKernel(_build_conv_w)
 bias_g = LazyCudaKernel(_build_bias_g)
 pool_y = LazyCudaKernel(_build_pool_y)
 pool_x = LazyCudaKernel(_build_pool_x)
+
+
+def bias_grad(dy, db, add):
+    """Launch :data:`bias_g`: ``db (+)= sum of dy (N, F, *spatial) over n and space``."""
+    n, f = dy.shape[0], dy.shape[1]
+    bias_g.launch(f, dy.reshape(n, f, dy.size // max(n * f, 1)), db, add)

@@ -132,6 +132,7 @@ def _dispatch(kind, device):
 
 register_op(OpDef(
     name='Activation',
+    float_only=True,
     arguments=['data'],
     infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
     forward={d: _dispatch(0, d) for d in ('cpu', 'gpu')},

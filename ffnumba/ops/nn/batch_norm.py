@@ -43,7 +43,6 @@ mean, var      (C,)                             only with ``output_mean_var``
 Source: Ioffe & Szegedy, "Batch Normalization" (2015); MXNet 1.9.1 BatchNorm
 documentation and observed CPU behaviour.
 """
-import functools
 import math
 
 import numpy as np
@@ -52,44 +51,13 @@ from numba import njit, float64
 from ...base import ShapeError, DTypeError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign
-from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
+from ..templates import JIT, LazyCudaKernel, f16_safe, launch_1d, import_cuda
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
-__all__ = ['BatchNormParam', 'f16_safe']
+__all__ = ['BatchNormParam']
 
 
 # ----------------------------------------------------------------- helpers
-
-def f16_safe(fn):
-    """Run a CPU compute function on float32 copies of float16 arrays.
-
-    numba's CPU backend has no float16: every float16 array in the argument
-    lists is copied to float32, the function runs, and each copy is written
-    back (outputs, gradients and in-place updated aux states alike).
-    """
-    @functools.wraps(fn)
-    def wrapped(ctx, p, *lists):
-        pairs = []
-        new = []
-        for lst in lists:
-            if isinstance(lst, (list, tuple)):
-                conv = []
-                for a in lst:
-                    if a is not None and getattr(a, 'dtype', None) == np.float16:
-                        c = a.astype(np.float32)
-                        pairs.append((a, c))
-                        a = c
-                    conv.append(a)
-                lst = conv
-            new.append(lst)
-        if not pairs:
-            return fn(ctx, p, *lists)
-        res = fn(ctx, p, *new)
-        for orig, copy in pairs:
-            orig[...] = copy
-        return res
-    return wrapped
-
 
 def _split(shape, axis):
     """(outer, C, inner) sizes of ``shape`` around ``axis``."""
@@ -242,12 +210,16 @@ def _grad_data(x, og, mean, var, gamma, eps, sums, batch, add, gx):
 
 # ----------------------------------------------------------------- compute
 
-def _state(ctx, c, dtype):
+def _state(ctx, c, dtype, alloc=np.empty):
+    """Per-node buffers: batch ``mean``, ``var`` (C,) and channel ``sums`` (2, C).
+
+    ``alloc`` makes an array (``numpy.empty`` or ``cuda.device_array``).
+    """
     st = ctx.state
     if st.get('mean') is None or st['mean'].shape != (c,) or st['mean'].dtype != dtype:
-        st['mean'] = np.empty(c, dtype)
-        st['var'] = np.empty(c, dtype)
-        st['sums'] = np.empty((2, c), dtype)
+        st['mean'] = alloc(c, dtype)
+        st['var'] = alloc(c, dtype)
+        st['sums'] = alloc((2, c), dtype)
     return st
 
 
@@ -424,15 +396,6 @@ def _build_gpu():
 _GPU = LazyCudaKernel(_build_gpu)
 
 
-def _gpu_state(ctx, c, dtype):
-    st = ctx.state
-    if st.get('mean') is None or st['mean'].shape != (c,) or st['mean'].dtype != dtype:
-        st['mean'] = cuda.device_array(c, dtype)
-        st['var'] = cuda.device_array(c, dtype)
-        st['sums'] = cuda.device_array((2, c), dtype)
-    return st
-
-
 def _per_channel(k, c, *args):
     k[max(1, min(c, 1024)), RED_THREADS](*args)
 
@@ -443,7 +406,7 @@ def _forward_gpu(ctx, p, inputs, outputs, aux):
     data, gamma, beta = inputs
     o, c, i = _split(tuple(data.shape), _axis(p, data.ndim))
     x = data.reshape(o, c, i)
-    st = _gpu_state(ctx, c, np.dtype(gamma.dtype))
+    st = _state(ctx, c, np.dtype(gamma.dtype), cuda.device_array)
     if p.fix_gamma:
         launch_1d(ops, c, 0, gamma, gamma, 1.0, gamma)
     batch = ctx.is_train and not p.use_global_stats
@@ -491,6 +454,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='BatchNorm',
+    float_only=True,
     arguments=['data', 'gamma', 'beta'],
     aux=['moving_mean', 'moving_var'],
     outputs=_outputs,

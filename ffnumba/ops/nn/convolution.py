@@ -34,11 +34,10 @@ direct one-thread-per-element kernels (``_conv_cuda``).
 Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
 Chellapilla et al. (2006).
 """
-import numpy as np
-
 from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
-from ..registry import OpDef, register_op, shape_assign
+from ..registry import OpDef, assign, register_op, shape_assign
+from ..templates import f16_safe
 from . import _conv_cuda as cc
 from . import _im2col as ic
 
@@ -69,7 +68,21 @@ class ConvolutionParam(Params):
 
 
 def check_conv_params(p, op):
-    """Shared checks of kernel/stride/dilate/pad lengths, groups and layout."""
+    """Shared checks of kernel/stride/dilate/pad lengths, groups and layout.
+
+    Parameters
+    ----------
+    p : ConvolutionParam or DeconvolutionParam
+    op : str
+        ``'Convolution'`` or ``'Deconvolution'`` (message prefix).
+
+    Raises
+    ------
+    ParamError
+        A kernel of 0 or more than 3 dims, a stride/dilate/pad (and adj,
+        target_shape) whose length differs from the kernel's, ``num_filter``
+        not a multiple of ``num_group``, or a layout other than channel-first.
+    """
     nd = len(p.kernel)
     if not 1 <= nd <= 3:
         raise ParamError('%s: `kernel` must be a tuple of 1 to 3 ints. Received: kernel=%r'
@@ -99,12 +112,35 @@ def spatial_params(p):
 
 
 def conv_output_size(i, k, s, p, d):
-    """``floor((i + 2p - d(k-1) - 1) / s) + 1``."""
+    """Output size of one spatial dim: ``floor((i + 2p - d(k-1) - 1) / s) + 1``.
+
+    Parameters
+    ----------
+    i, k, s, p, d : int
+        Input size, kernel, stride (>= 1), pad, dilation (>= 1).
+
+    Source: MXNet ``Convolution`` documentation; Dumoulin & Visin (2016).
+    """
     return (i + 2 * p - d * (k - 1) - 1) // s + 1
 
 
 def check_data(op, p, data, what='data'):
-    """Rank and group checks of the data shape; returns it as a tuple."""
+    """Rank and group checks of the data shape; returns it as a tuple.
+
+    Parameters
+    ----------
+    op : str
+        Operator name for the message.
+    p : ConvolutionParam
+    data : tuple of int
+        ``(N, C, *spatial)`` with ``len(spatial) == len(p.kernel)``.
+    what : str, default 'data'
+
+    Raises
+    ------
+    ShapeError
+        Wrong rank, or ``C`` not a multiple of ``num_group``.
+    """
     data = tuple(int(v) for v in data)
     nd = len(p.kernel)
     if len(data) != nd + 2:
@@ -118,7 +154,27 @@ def check_data(op, p, data, what='data'):
 
 
 def check_spatial(op, p, data):
-    """Output spatial sizes of a convolution, or a ShapeError naming the shapes."""
+    """Output spatial sizes of a convolution.
+
+    Parameters
+    ----------
+    op : str
+        Operator name for the message.
+    p : ConvolutionParam
+    data : tuple of int
+        ``(N, C, *spatial)``, already checked by :func:`check_data`.
+
+    Returns
+    -------
+    tuple of int
+        :func:`conv_output_size` per spatial dim.
+
+    Raises
+    ------
+    ShapeError
+        When the dilated kernel exceeds the padded input in some dim (the
+        message names the dim, the data shape, kernel, pad and dilate).
+    """
     kernel, stride, pad, dilate = spatial_params(p)
     out = []
     for a, (i, k, s, q, d) in enumerate(zip(data[2:], kernel, stride, pad, dilate)):
@@ -152,10 +208,6 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
 
 # ------------------------------------------------------------------ CPU compute
 
-def _f32(a):
-    return a.astype(np.float32) if a.dtype == np.float16 else a
-
-
 def conv_plan(state, x5, F, G, geom, dtype):
     """Buffers and chunk size for a conv geometry: ``(nb, colbuf, tmpbuf, partbuf)``."""
     N, C = x5[0], x5[1]
@@ -174,68 +226,62 @@ def _geom(p, x, y):
     return ic.geometry(kernel, stride, pad, dilate, y.shape[2:])
 
 
+def empty_forward(p, inputs, y):
+    """Forward on empty data or output: ``y`` is the bias alone (or 0).
+
+    Shared by Convolution and Deconvolution (the GEMM views cannot be formed
+    from a zero-size dimension).
+    """
+    y[...] = 0
+    if not p.no_bias and y.size:
+        y += inputs[2].reshape((1, -1) + (1,) * (y.ndim - 2))
+
+
+def empty_backward(p, out_grads, in_grads, req):
+    """Backward on empty data or head gradient: sums over nothing are 0."""
+    for i in (0, 1):
+        if req[i] == 'write':
+            in_grads[i][...] = 0
+    if not p.no_bias and req[2] != 'null':
+        dy = out_grads[0]
+        assign(in_grads[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))), req[2])
+
+
+@f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
-    x, w = inputs[0], inputs[1]
-    y = outputs[0]
-    half = y.dtype == np.float16
-    x, w = _f32(x), _f32(w)
-    yw = np.empty(y.shape, np.float32) if half else y
+    x, w, y = inputs[0], inputs[1], outputs[0]
+    if x.size == 0 or y.size == 0:
+        return empty_forward(p, inputs, y)
     G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     geom = _geom(p, x, y)
     state = ctx.state if ctx is not None else None
     nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype)
-    w3 = w.reshape(G, F // G, -1)
-    y3 = yw.reshape(y.shape[0], F, -1)
-    b = w.reshape(-1) if p.no_bias else _f32(inputs[2])
-    ic.conv_forward(x.reshape(-1), x5, w3, y3, False, b, not p.no_bias, colbuf, tmpbuf, nb, geom)
-    if half:
-        y[...] = yw
+    b = w.reshape(-1) if p.no_bias else inputs[2]
+    ic.conv_forward(x.reshape(-1), x5, w.reshape(G, F // G, -1), y.reshape(y.shape[0], F, -1),
+                    False, b, not p.no_bias, colbuf, tmpbuf, nb, geom)
 
 
+@f16_safe
 def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-    x, w = inputs[0], inputs[1]
-    dy = out_grads[0]
-    half = x.dtype == np.float16
-    x, w, dy = _f32(x), _f32(w), _f32(dy)
+    x, w, dy = inputs[0], inputs[1], out_grads[0]
+    if x.size == 0 or dy.size == 0:
+        return empty_backward(p, out_grads, in_grads, req)
     G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     geom = _geom(p, x, dy)
     state = ctx.state if ctx is not None else None
     nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype)
     dy3 = dy.reshape(dy.shape[0], F, -1)
+    w3 = w.reshape(G, F // G, -1)
     mode_dx, mode_dw = ic.MODES[req[0]], ic.MODES[req[1]]
-    dx = in_grads[0] if mode_dx else None
-    dw = in_grads[1] if mode_dw else None
-    if half:  # compute in float32 scratch, then write or add into the float16 grads
-        dx = np.zeros(x.shape, np.float32) if mode_dx else None
-        dw = np.zeros(w.shape, np.float32) if mode_dw else None
-    dummy = colbuf[:1]
     if mode_dx or mode_dw:
-        ic.conv_backward(x.reshape(-1), x5, w.reshape(G, F // G, -1), dy3,
-                         dummy if dx is None else dx.reshape(-1),
-                         w.reshape(G, F // G, -1) if dw is None else dw.reshape(G, F // G, -1),
-                         mode_dx if not half else int(bool(mode_dx)),
-                         mode_dw if not half else int(bool(mode_dw)),
+        dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
+        dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
+        ic.conv_backward(x.reshape(-1), x5, w3, dy3, dx, dw, mode_dx, mode_dw,
                          colbuf, tmpbuf, partbuf, nb, geom)
-    if half:
-        for i, g in ((0, dx), (1, dw)):
-            if g is not None:
-                _assign16(in_grads[i], g, req[i])
     if not p.no_bias and req[2] != 'null':
-        if half:
-            db = np.zeros(F, np.float32)
-            ic.bias_grad(dy3, db, False)
-            _assign16(in_grads[2], db, req[2])
-        else:
-            ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
-
-
-def _assign16(dst, src, req):
-    if req == 'add':
-        dst[...] = (dst.astype(np.float32) + src).astype(dst.dtype)
-    elif req == 'write':
-        dst[...] = src
+        ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
 
 
 # ------------------------------------------------------------------ GPU compute
@@ -260,13 +306,12 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     if req[1] != 'null':
         cc.conv_w.launch(w.size, d5(x), d5(dy), d5(in_grads[1]), geom, req[1] == 'add')
     if not p.no_bias and req[2] != 'null':
-        cc.bias_g.launch(p.num_filter, dy.reshape(dy.shape[0], p.num_filter, dy.size //
-                                                  (dy.shape[0] * p.num_filter)),
-                         in_grads[2], req[2] == 'add')
+        cc.bias_grad(dy, in_grads[2], req[2] == 'add')
 
 
 register_op(OpDef(
     name='Convolution',
+    float_only=True,
     arguments=_arguments,
     infer_shape=_infer_shape,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},

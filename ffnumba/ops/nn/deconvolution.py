@@ -36,15 +36,14 @@ im2col machinery of ``_im2col`` with image and column spaces swapped.
 Source: MXNet 1.x ``Deconvolution`` operator documentation; V. Dumoulin,
 F. Visin, "A guide to convolution arithmetic for deep learning" (2016).
 """
-import numpy as np
-
 from ...base import ParamError, ShapeError
 from ..params import Field, Shape
 from ..registry import OpDef, register_op, shape_assign
 from . import _conv_cuda as cc
 from . import _im2col as ic
+from ..templates import f16_safe
 from .convolution import (ConvolutionParam, check_conv_params, check_data, conv_plan, d5,
-                          spatial_params, _f32, _assign16)
+                          empty_backward, empty_forward, spatial_params)
 
 __all__ = ['DeconvolutionParam', 'deconv_geometry']
 
@@ -67,7 +66,26 @@ class DeconvolutionParam(ConvolutionParam):
 
 
 def deconv_geometry(p, data):
-    """``(pad, adj, out_spatial)`` of a deconvolution on ``data`` (shape), checked."""
+    """``(pad, adj, out_spatial)`` of a deconvolution on ``data`` (shape), checked.
+
+    Parameters
+    ----------
+    p : DeconvolutionParam
+    data : tuple of int
+        ``(N, C, *spatial)``.
+
+    Returns
+    -------
+    (pad, adj, out) : three tuples of int, one entry per spatial dim
+        ``out = s (i - 1) + d (k - 1) + 1 - 2 pad + adj``; with a non-zero
+        ``target_shape``, ``pad``/``adj`` derived from it.
+
+    Raises
+    ------
+    ShapeError
+        ``target_shape`` larger than the largest output, ``adj >= stride``,
+        or a padding that leaves an empty output.
+    """
     kernel, stride, pad, dilate = spatial_params(p)
     nd = len(kernel)
     adj = tuple(p.adj) or (0,) * nd
@@ -133,52 +151,39 @@ def _plan(ctx, p, x, y_shape, dtype):
     return geom, y5, nb, colbuf, tmpbuf, partbuf
 
 
+@f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
-    x, w = _f32(inputs[0]), _f32(inputs[1])
-    y = outputs[0]
-    half = y.dtype == np.float16
-    yw = np.empty(y.shape, np.float32) if half else y
+    x, w, y = inputs[0], inputs[1], outputs[0]
+    if x.size == 0 or y.size == 0:
+        return empty_forward(p, inputs, y)
     G = p.num_group
     geom, y5, nb, colbuf, tmpbuf, partbuf = _plan(ctx, p, x, y.shape, x.dtype)
     w3 = w.reshape(G, x.shape[1] // G, -1)
     x3 = x.reshape(x.shape[0], x.shape[1], -1)
-    ic.conv_backward(colbuf[:1], y5, w3, x3, yw.reshape(-1), w3, 1, 0,
+    ic.conv_backward(colbuf[:1], y5, w3, x3, y.reshape(-1), w3, 1, 0,
                      colbuf, tmpbuf, partbuf, nb, geom)
     if not p.no_bias:
-        ic.add_bias(yw.reshape(y.shape[0], y.shape[1], -1), _f32(inputs[2]))
-    if half:
-        y[...] = yw
+        ic.add_bias(y.reshape(y.shape[0], y.shape[1], -1), inputs[2])
 
 
+@f16_safe
 def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-    x, w, dy = _f32(inputs[0]), _f32(inputs[1]), _f32(out_grads[0])
-    half = inputs[0].dtype == np.float16
+    x, w, dy = inputs[0], inputs[1], out_grads[0]
+    if x.size == 0 or dy.size == 0:
+        return empty_backward(p, out_grads, in_grads, req)
     G = p.num_group
     geom, y5, nb, colbuf, tmpbuf, partbuf = _plan(ctx, p, x, dy.shape, x.dtype)
     w3 = w.reshape(G, x.shape[1] // G, -1)
     x3 = x.reshape(x.shape[0], x.shape[1], -1)
     dyf = dy.reshape(-1)
     if req[0] != 'null':
-        dx = np.empty(x.shape, np.float32) if half else in_grads[0]
-        ic.conv_forward(dyf, y5, w3, dx.reshape(x3.shape), req[0] == 'add' and not half,
+        ic.conv_forward(dyf, y5, w3, in_grads[0].reshape(x3.shape), req[0] == 'add',
                         colbuf[:1], False, colbuf, tmpbuf, nb, geom)
-        if half:
-            _assign16(in_grads[0], dx, req[0])
     if req[1] != 'null':
-        dw = np.zeros(w.shape, np.float32) if half else in_grads[1]
-        mode = 1 if half else ic.MODES[req[1]]
-        ic.conv_backward(dyf, y5, w3, x3, colbuf[:1], dw.reshape(w3.shape), 0, mode,
-                         colbuf, tmpbuf, partbuf, nb, geom)
-        if half:
-            _assign16(in_grads[1], dw, req[1])
+        ic.conv_backward(dyf, y5, w3, x3, colbuf[:1], in_grads[1].reshape(w3.shape), 0,
+                         ic.MODES[req[1]], colbuf, tmpbuf, partbuf, nb, geom)
     if not p.no_bias and req[2] != 'null':
-        dy3 = dy.reshape(dy.shape[0], dy.shape[1], -1)
-        if half:
-            db = np.zeros(p.num_filter, np.float32)
-            ic.bias_grad(dy3, db, False)
-            _assign16(in_grads[2], db, req[2])
-        else:
-            ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
+        ic.bias_grad(dy.reshape(dy.shape[0], dy.shape[1], -1), in_grads[2], req[2] == 'add')
 
 
 # ------------------------------------------------------------------ GPU compute
@@ -198,13 +203,12 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     if req[1] != 'null':
         cc.conv_w.launch(w.size, d5(dy), d5(x), d5(in_grads[1]), geom, req[1] == 'add')
     if not p.no_bias and req[2] != 'null':
-        cc.bias_g.launch(p.num_filter, dy.reshape(dy.shape[0], p.num_filter, dy.size //
-                                                  (dy.shape[0] * p.num_filter)),
-                         in_grads[2], req[2] == 'add')
+        cc.bias_grad(dy, in_grads[2], req[2] == 'add')
 
 
 register_op(OpDef(
     name='Deconvolution',
+    float_only=True,
     arguments=_arguments,
     infer_shape=_infer_shape,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},

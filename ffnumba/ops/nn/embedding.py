@@ -7,7 +7,9 @@ Math::
     d weight[k, :] = sum over j with index k of g[j, :]   (scatter-add)
 
 Out-of-range indices are clipped into ``[0, input_dim - 1]`` as MXNet 1.9.1
-does (checked: ``-1 -> 0``, ``100 -> input_dim - 1``, ``1.7 -> 1``). ``data``
+does (checked: ``-1 -> 0``, ``100 -> input_dim - 1``, ``1.7 -> 1``; ``inf``
+and huge values give the last row). A NaN index raises
+:class:`~ffnumba.base.ParamError`. ``data``
 gets no gradient (written as zeros for ``grad_req='write'``). ``sparse_grad`` is
 accepted; the weight gradient is always dense.
 On a GPU the scatter-add uses atomic adds (the summation order varies).
@@ -27,10 +29,10 @@ Source: MXNet 1.9.1 Embedding documentation and observed behaviour.
 import numpy as np
 from numba import njit
 
+from ...base import ParamError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign
-from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
-from .batch_norm import f16_safe
+from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = ['EmbeddingParam']
@@ -64,15 +66,25 @@ def _infer_type(p, in_types, aux_types):
     return ins, [np.dtype(ins[1])], list(aux_types)
 
 
+@njit
+def _row(v, n_rows):
+    """Row of index value ``v``: truncated toward 0, clipped into ``[0, n_rows - 1]``.
+
+    Clips before the int conversion, so huge floats (and inf) land on the last
+    row instead of overflowing.
+    """
+    if v >= n_rows - 1:
+        return n_rows - 1
+    if v > 0:
+        return int(v)
+    return 0
+
+
 @njit(**JIT)
 def _gather(idx, w, out):
     n_rows, dim = w.shape
     for j in range(idx.size):
-        k = int(idx[j])
-        if k < 0:
-            k = 0
-        elif k >= n_rows:
-            k = n_rows - 1
+        k = _row(idx[j], n_rows)
         for d in range(dim):
             out[j, d] = w[k, d]
 
@@ -85,18 +97,23 @@ def _scatter_add(idx, og, gw, add):
             for d in range(dim):
                 gw[k, d] = 0.0
     for j in range(idx.size):
-        k = int(idx[j])
-        if k < 0:
-            k = 0
-        elif k >= n_rows:
-            k = n_rows - 1
+        k = _row(idx[j], n_rows)
         for d in range(dim):
             gw[k, d] += og[j, d]
+
+
+def _check_indices(ctx, idx):
+    """NaN has no row: refuse it rather than read an arbitrary one."""
+    if idx.dtype.kind == 'f' and np.isnan(idx).any():
+        j = int(np.flatnonzero(np.isnan(idx.reshape(-1)))[0])
+        raise ParamError('Embedding (node %s): `data` holds NaN at flat index %d (shape %s); '
+                         'indices must be numbers' % (ctx.node_name, j, tuple(idx.shape)))
 
 
 @f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
     idx, w = inputs
+    _check_indices(ctx, idx)
     _gather(idx.reshape(-1), w, outputs[0].reshape(idx.size, p.output_dim))
 
 
@@ -119,7 +136,7 @@ def _build_gpu():
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, out.size, stride):
             j, d = e // dim, e % dim
-            k = min(max(int(idx[j]), 0), n_rows - 1)
+            k = _row(idx[j], n_rows)
             out[j, d] = w[k, d]
 
     @cuda.jit
@@ -128,7 +145,7 @@ def _build_gpu():
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, og.size, stride):
             j, d = e // dim, e % dim
-            k = min(max(int(idx[j]), 0), n_rows - 1)
+            k = _row(idx[j], n_rows)
             cuda.atomic.add(gw, (k, d), og[j, d])
 
     @cuda.jit
@@ -146,6 +163,8 @@ _GPU = LazyCudaKernel(_build_gpu)
 def _forward_gpu(ctx, p, inputs, outputs, aux):
     gather, _, _ = _GPU.kernel
     idx, w = inputs
+    if np.dtype(idx.dtype).kind == 'f':
+        _check_indices(ctx, idx.copy_to_host())
     out = outputs[0].reshape(idx.size, p.output_dim)
     launch_1d(gather, out.size, idx.reshape(idx.size), w, out)
 
@@ -164,6 +183,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Embedding',
+    float_only=('weight',),
     arguments=['data', 'weight'],
     params=EmbeddingParam,
     infer_shape=_infer_shape,

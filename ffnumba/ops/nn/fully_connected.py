@@ -33,7 +33,7 @@ from numba import njit
 from ...base import DTypeError, ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
-from ..templates import JIT, LazyCudaKernel, import_cuda, launch_1d
+from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda
 
 __all__ = ['FullyConnectedParam']
 
@@ -124,16 +124,12 @@ def _bias_grad(og, db, add):
 
 def _as2d(p, x, H):
     """The ``(M, K)`` view of the data and the ``(M, H)`` view for outputs."""
+    shape = tuple(x.shape)
     if p.flatten:
-        M = x.shape[0]
+        M, K = shape[0], int(np.prod(shape[1:], dtype=np.int64))
     else:
-        M = int(np.prod(tuple(x.shape)[:-1], dtype=np.int64))
-    return x.reshape(M, -1), M
-
-
-def _f32(a):
-    """float16 cannot enter @njit code: compute in float32."""
-    return a.astype(np.float32) if a is not None and a.dtype == np.float16 else a
+        M, K = int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
+    return x.reshape(M, K), M
 
 
 def _check_dtypes(ctx, p, arrays):
@@ -148,16 +144,15 @@ def _check_dtypes(ctx, p, arrays):
 
 def _forward_cpu(ctx, p, inputs, outputs, aux):
     _check_dtypes(ctx, p, list(inputs) + [outputs[0]])
+    _forward_f32(ctx, p, inputs, outputs, aux)
+
+
+@f16_safe
+def _forward_f32(ctx, p, inputs, outputs, aux):
     x, M = _as2d(p, inputs[0], p.num_hidden)
     w = inputs[1]
     b = inputs[2] if not p.no_bias else w[0]
-    out = outputs[0].reshape(M, p.num_hidden)
-    if out.dtype == np.float16:
-        tmp = np.empty(out.shape, np.float32)
-        _fc_forward(_f32(x), _f32(w), _f32(b), tmp, not p.no_bias)
-        out[...] = tmp
-    else:
-        _fc_forward(x, w, b, out, not p.no_bias)
+    _fc_forward(x, w, b, outputs[0].reshape(M, p.num_hidden), not p.no_bias)
 
 
 def _scratch(ctx, key, shape, dtype):
@@ -169,105 +164,47 @@ def _scratch(ctx, key, shape, dtype):
     return buf
 
 
+@f16_safe
 def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     H = p.num_hidden
     x, M = _as2d(p, inputs[0], H)
     w = inputs[1]
     og = out_grads[0].reshape(M, H)
-    half = x.dtype == np.float16
-    if half:
-        x, w, og = _f32(x), _f32(w), _f32(og)
-    targets = [(0, x.shape), (1, w.shape)]
-    for i, shape in targets:
+    # dx = og @ w, dW = og^T @ x
+    for i, a, b in ((0, og, w), (1, og.T, x)):
         if req[i] == 'null':
             continue
         add = req[i] == 'add'
-        dst = in_grads[i].reshape(shape)
-        work = np.zeros(shape, np.float32) if half else dst
-        scratch = _scratch(ctx, 'fc_scratch%d' % i, shape, work.dtype) if add or half else work
-        if i == 0:
-            _dot_into(og, w, work, scratch, add and not half)
-        else:
-            _dot_into(og.T, x, work, scratch, add and not half)
-        if half:
-            if add:
-                dst += work.astype(np.float16)
-            else:
-                dst[...] = work
+        dst = in_grads[i].reshape(a.shape[0], b.shape[1])
+        scratch = _scratch(ctx, 'fc_scratch%d' % i, dst.shape, dst.dtype) if add else dst
+        _dot_into(a, b, dst, scratch, add)
     if not p.no_bias and req[2] != 'null':
-        add = req[2] == 'add'
-        if half:
-            db = np.zeros(H, np.float32)
-            _bias_grad(og, db, False)
-            if add:
-                in_grads[2] += db.astype(np.float16)
-            else:
-                in_grads[2][...] = db
-        else:
-            _bias_grad(og, in_grads[2], add)
+        _bias_grad(og, in_grads[2], req[2] == 'add')
 
 
 # ------------------------------------------------------------------ GPU kernels
 
-def _build_fwd():
+def _build_matmul():
     import_cuda(globals())
 
     @cuda.jit
-    def k(x, w, b, out, has_bias):
+    def k(a, b, bias, out, has_bias, add):
+        """``out (+)= a @ b (+ bias)``, one thread per output element."""
         M, H = out.shape
-        K = x.shape[1]
+        K = a.shape[1]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, M * H, stride):
             m = t // H
             h = t - m * H
             acc = 0.0
             for j in range(K):
-                acc += x[m, j] * w[h, j]
+                acc += a[m, j] * b[j, h]
             if has_bias:
-                acc += b[h]
-            out[m, h] = acc
-    return k
-
-
-def _build_dx():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(og, w, dx, add):
-        M, K = dx.shape
-        H = og.shape[1]
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for t in range(start, M * K, stride):
-            m = t // K
-            j = t - m * K
-            acc = 0.0
-            for h in range(H):
-                acc += og[m, h] * w[h, j]
+                acc += bias[h]
             if add:
-                dx[m, j] += acc
+                out[m, h] += acc
             else:
-                dx[m, j] = acc
-    return k
-
-
-def _build_dw():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(og, x, dw, add):
-        H, K = dw.shape
-        M = og.shape[0]
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for t in range(start, H * K, stride):
-            h = t // K
-            j = t - h * K
-            acc = 0.0
-            for m in range(M):
-                acc += og[m, h] * x[m, j]
-            if add:
-                dw[h, j] += acc
-            else:
-                dw[h, j] = acc
+                out[m, h] = acc
     return k
 
 
@@ -289,8 +226,7 @@ def _build_db():
     return k
 
 
-_gpu_fwd, _gpu_dx = LazyCudaKernel(_build_fwd), LazyCudaKernel(_build_dx)
-_gpu_dw, _gpu_db = LazyCudaKernel(_build_dw), LazyCudaKernel(_build_db)
+_gpu_matmul, _gpu_db = LazyCudaKernel(_build_matmul), LazyCudaKernel(_build_db)
 
 
 def _forward_gpu(ctx, p, inputs, outputs, aux):
@@ -298,8 +234,7 @@ def _forward_gpu(ctx, p, inputs, outputs, aux):
     x, M = _as2d(p, inputs[0], H)
     w = inputs[1]
     b = inputs[2] if not p.no_bias else w[0]
-    out = outputs[0].reshape(M, H)
-    _gpu_fwd.launch(M * H, x, w, b, out, not p.no_bias)
+    _gpu_matmul.launch(M * H, x, w.T, b, outputs[0].reshape(M, H), not p.no_bias, False)
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
@@ -307,16 +242,17 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     x, M = _as2d(p, inputs[0], H)
     w = inputs[1]
     og = out_grads[0].reshape(M, H)
-    if req[0] != 'null':
-        _gpu_dx.launch(x.size, og, w, in_grads[0].reshape(x.shape), req[0] == 'add')
-    if req[1] != 'null':
-        _gpu_dw.launch(w.size, og, x, in_grads[1], req[1] == 'add')
+    for i, a, b in ((0, og, w), (1, og.T, x)):
+        if req[i] != 'null':
+            dst = in_grads[i].reshape(a.shape[0], b.shape[1])
+            _gpu_matmul.launch(dst.size, a, b, w[0], dst, False, req[i] == 'add')
     if not p.no_bias and req[2] != 'null':
-        launch_1d(_gpu_db.kernel, H, og, in_grads[2], req[2] == 'add')
+        _gpu_db.launch(H, og, in_grads[2], req[2] == 'add')
 
 
 register_op(OpDef(
     name='FullyConnected',
+    float_only=True,
     arguments=_arguments,
     infer_shape=_infer_shape,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},

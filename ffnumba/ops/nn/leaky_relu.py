@@ -41,8 +41,7 @@ from numba import njit
 from ...base import ParamError, ShapeError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign, same_type
-from ..templates import JIT, make_unary, LazyCudaKernel, launch_1d, import_cuda
-from .batch_norm import f16_safe
+from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d, make_unary
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = ['LeakyReLUParam']
@@ -369,6 +368,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='LeakyReLU',
+    float_only=True,
     arguments=_arguments,
     outputs=_outputs,
     params=LeakyReLUParam,

@@ -33,8 +33,7 @@ from numba import njit
 from ...base import ShapeError, ParamError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, same_shape
-from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
-from .batch_norm import f16_safe
+from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = ['LRNParam']
@@ -214,6 +213,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='LRN',
+    float_only=True,
     arguments=['data'],
     params=LRNParam,
     num_hidden_outputs=1,

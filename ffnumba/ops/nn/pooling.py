@@ -104,7 +104,17 @@ class PoolingParam(Params):
 
 
 def pool_output_size(i, k, s, p, convention):
-    """``floor`` (valid) or ``ceil`` (full) of ``(i + 2p - k) / s``, plus 1."""
+    """Pooled size of one spatial dim: ``floor``/``ceil`` of ``(i + 2p - k) / s``, plus 1.
+
+    Parameters
+    ----------
+    i, k, s, p : int
+        Input size, kernel, stride (>= 1), pad.
+    convention : {'valid', 'full'}
+        MXNet's ``pooling_convention``.
+
+    Source: MXNet ``Pooling`` documentation.
+    """
     num = i + 2 * p - k
     if convention == 'full':
         return -(-num // s) + 1
@@ -417,6 +427,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Pooling',
+    float_only=True,
     arguments=['data'],
     infer_shape=_infer_shape,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},

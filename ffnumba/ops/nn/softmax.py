@@ -34,11 +34,10 @@ from numba import njit
 from ...base import ShapeError, ParamError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, same_shape
-from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
-from .batch_norm import f16_safe
+from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
-__all__ = ['SoftmaxParam', 'SoftmaxActivationParam']
+__all__ = ['SoftmaxParam', 'SoftmaxActivationParam', 'cpu_forward', 'gpu_forward']
 
 
 class SoftmaxParam(Params):
@@ -166,6 +165,15 @@ def _build_gpu():
 
 _GPU = LazyCudaKernel(_build_gpu)
 
+#: CPU softmax over axis 1: ``cpu_forward(x, inv_t, log, y)`` on ``(outer, K, inner)``
+#: arrays (also used by ``SoftmaxOutput``).
+cpu_forward = _fwd
+
+
+def gpu_forward(x, inv_t, log, y):
+    """GPU twin of :data:`cpu_forward` on ``(outer, K, inner)`` device arrays."""
+    launch_1d(_GPU.kernel[0], x.shape[0] * x.shape[2], x, inv_t, log, y)
+
 
 # ----------------------------------------------------------------- glue
 
@@ -211,8 +219,7 @@ def _make(split, inv_t, log):
 
     def _forward_gpu(ctx, p, inputs, outputs, aux):
         s = split(p, inputs[0].shape)
-        launch_1d(_GPU.kernel[0], s[0] * s[2], inputs[0].reshape(s), inv_t(p), log,
-                  outputs[0].reshape(s))
+        gpu_forward(inputs[0].reshape(s), inv_t(p), log, outputs[0].reshape(s))
 
     def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if req[0] == 'null':
@@ -247,6 +254,7 @@ for _name, _log in (('softmax', False), ('log_softmax', True)):
     _f, _b = _make(_axis_split, _inv_temperature, _log)
     register_op(OpDef(
         name=_name,
+        float_only=True,
         arguments=['data'],
         params=SoftmaxParam,
         infer_shape=_softmax_shape,
@@ -260,6 +268,7 @@ for _name, _log in (('softmax', False), ('log_softmax', True)):
 _f, _b = _make(_activation_split, lambda p: 1.0, False)
 register_op(OpDef(
     name='SoftmaxActivation',
+    float_only=True,
     arguments=['data'],
     params=SoftmaxActivationParam,
     infer_shape=_softmax_shape,

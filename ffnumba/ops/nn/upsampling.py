@@ -35,9 +35,9 @@ from numba import njit
 
 from ...base import ShapeError
 from ..params import Params, Field
-from ..registry import OpDef, register_op, shape_assign, same_type
-from ..templates import JIT, LazyCudaKernel, launch_1d, import_cuda
-from .batch_norm import f16_safe
+from ..registry import OpDef, register_op, shape_assign
+from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
+from ._conv_cuda import unravel4
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = ['UpSamplingParam']
@@ -106,11 +106,6 @@ def _infer_shape(p, in_shapes, aux_shapes):
         else:
             c_out += s[1]
     return ins, [(n, c_out, oh, ow)], list(aux_shapes)
-
-
-def _infer_type(p, in_types, aux_types):
-    ins, outs, aux = same_type(p, in_types, aux_types)
-    return ins, outs, aux
 
 
 # ----------------------------------------------------------------- kernels
@@ -254,10 +249,7 @@ def _build_gpu():
         oh, ow = h * s, w * s
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, n_n * n_c * oh * ow, stride):
-            xx = e % ow
-            y = (e // ow) % oh
-            c = (e // (ow * oh)) % n_c
-            n = e // (ow * oh * n_c)
+            n, c, y, xx = unravel4(e, n_c, oh, ow)
             v = x[n, c, y // s, xx // s]
             if add:
                 out[n, c_off + c, y, xx] += v
@@ -269,10 +261,7 @@ def _build_gpu():
         n_n, n_c, h, w = gx.shape
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, gx.size, stride):
-            xx = e % w
-            y = (e // w) % h
-            c = (e // (w * h)) % n_c
-            n = e // (w * h * n_c)
+            n, c, y, xx = unravel4(e, n_c, h, w)
             acc = 0.0
             for dy in range(s):
                 for dx in range(s):
@@ -290,10 +279,7 @@ def _build_gpu():
         oh, ow = out.shape[2], out.shape[3]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, out.size, stride):
-            ox = e % ow
-            oy = (e // ow) % oh
-            c = (e // (ow * oh)) % n_c
-            n = e // (ow * oh * n_c)
+            n, c, oy, ox = unravel4(e, n_c, oh, ow)
             acc = 0.0
             for ky in range((oy + pad) % s, k, s):
                 y = (oy + pad - ky) // s
@@ -312,10 +298,7 @@ def _build_gpu():
         oh, ow = og.shape[2], og.shape[3]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, gx.size, stride):
-            xx = e % w
-            y = (e // w) % h
-            c = (e // (w * h)) % n_c
-            n = e // (w * h * n_c)
+            n, c, y, xx = unravel4(e, n_c, h, w)
             acc = 0.0
             for ky in range(k):
                 oy = y * s - pad + ky
@@ -337,9 +320,7 @@ def _build_gpu():
         oh, ow = og.shape[2], og.shape[3]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, gw.size, stride):
-            kx = e % k
-            ky = (e // k) % k
-            c = e // (k * k)
+            _, c, ky, kx = unravel4(e, n_c, k, k)
             acc = 0.0
             for n in range(n_n):
                 for y in range(h):
@@ -403,10 +384,10 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='UpSampling',
+    float_only=True,
     arguments=_arguments,
     params=UpSamplingParam,
     infer_shape=_infer_shape,
-    infer_type=_infer_type,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
     backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
     variadic='num_args',

@@ -1,6 +1,5 @@
 """Embedding: lookups, index clipping, scatter-add gradients, inference, MXNet golden."""
 import json
-import os
 
 import numpy as np
 import pytest
@@ -12,17 +11,7 @@ from ffnumba.base import ParamError, ShapeError
 from ffnumba.ops.registry import get_op
 from ffnumba.testing import OpCase, assert_almost_equal, bind_numpy
 
-DATA = os.path.join(os.path.dirname(__file__), '..', '..', 'data')
-
-
-def load_golden(name):
-    """Cases of ``tests/data/<name>_golden.npz`` (see tools/make_nn_fixtures.py)."""
-    z = np.load(os.path.join(DATA, name + '_golden.npz'))
-    cases = {}
-    for k in z.files:
-        case, key = k.split('__', 1)
-        cases.setdefault(case, {})[key] = z[k]
-    return cases
+from golden import load_golden
 
 
 def embed_ref(data, weight):

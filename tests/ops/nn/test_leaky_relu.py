@@ -1,6 +1,5 @@
 """LeakyReLU: every act_type against numpy, prelu's gamma, rrelu's masks, MXNet goldens."""
 import json
-import os
 from math import erf
 
 import numpy as np
@@ -13,7 +12,8 @@ from ffnumba.base import ParamError, ShapeError
 from ffnumba.ops.registry import OpContext, get_op
 from ffnumba.testing import OpCase, assert_almost_equal, bind_numpy
 
-DATA = os.path.join(os.path.dirname(__file__), '..', '..', 'data')
+from golden import load_golden
+
 LAM, ALPHA = 1.0507009873554805, 1.6732632423543772
 _erf = np.vectorize(erf)
 
@@ -23,16 +23,6 @@ _REF = {
     'selu': lambda x, s: LAM * np.where(x > 0, x, ALPHA * (np.exp(x) - 1)),
     'gelu': lambda x, s: 0.5 * x * (1 + _erf(x / np.sqrt(2))),
 }
-
-
-def load_golden(name):
-    """Cases of ``tests/data/<name>_golden.npz`` (see tools/make_nn_fixtures.py)."""
-    z = np.load(os.path.join(DATA, name + '_golden.npz'))
-    cases = {}
-    for k in z.files:
-        case, key = k.split('__', 1)
-        cases.setdefault(case, {})[key] = z[k]
-    return cases
 
 
 def _away_from_kink(rng, shape):
