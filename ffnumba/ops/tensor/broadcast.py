@@ -39,7 +39,7 @@ from numba import njit
 
 from ...base import ShapeError
 from ..registry import OpDef, register_op
-from ..templates import make_binary_broadcast
+from ..broadcast_templates import make_binary_broadcast
 
 __all__ = ['broadcast_shape', 'BROADCAST']
 

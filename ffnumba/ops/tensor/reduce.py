@@ -42,7 +42,7 @@ from numba import njit
 from ...base import ShapeError
 from ..params import Field, Params, Shape
 from ..registry import OpDef, register_op
-from ..templates import make_reduce
+from ..broadcast_templates import make_reduce
 
 __all__ = ['ReduceParam', 'reduce_axes', 'reduce_shape']
 

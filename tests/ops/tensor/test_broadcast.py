@@ -5,8 +5,8 @@ from hypothesis import given, strategies as st
 
 import ffnumba.symbol as sym
 from ffnumba.base import ShapeError
+from ffnumba.ops.broadcast_templates import broadcast_plan
 from ffnumba.ops.registry import get_op
-from ffnumba.ops.templates import broadcast_plan
 from ffnumba.testing import OpCase, check_symbolic_backward, check_symbolic_forward
 from ffnumba.testing import strategies as fst
 
@@ -205,3 +205,11 @@ def test_template_bodies_get_reproducible_cache_identities():
     stable_cache_key(a, b)
     assert a.__dict__['_MemoMixin__uuid'].endswith('make.<locals>.twin')
     assert b.__dict__.get('_MemoMixin__uuid') != a.__dict__['_MemoMixin__uuid']
+
+
+def test_templates_reexports_the_broadcast_templates():
+    # the broadcast/reduce templates moved to broadcast_templates; old imports keep working
+    from ffnumba.ops import broadcast_templates, templates
+    for name in broadcast_templates.__all__:
+        assert getattr(templates, name) is getattr(broadcast_templates, name)
+        assert name in templates.__all__
