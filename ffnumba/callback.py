@@ -108,6 +108,13 @@ class Speedometer:
         self.auto_reset = auto_reset
 
     def __call__(self, param):
+        """Log ``Speed: ... samples/sec`` (and the metric) every ``frequent`` batches.
+
+        Parameters
+        ----------
+        param : BatchEndParam
+            ``nbatch`` restarting from a lower value starts a new epoch.
+        """
         count = param.nbatch
         if self.last_count > count:
             self.init = False
@@ -178,6 +185,12 @@ class ProgressBar:
         self._last = -1
 
     def __call__(self, param):
+        """Draw the bar at ``param.nbatch`` out of ``total`` batches.
+
+        Parameters
+        ----------
+        param : BatchEndParam
+        """
         count = param.nbatch
         if self._tqdm_cls is None:
             filled_len = int(round(self.bar_len * count / float(self.total)))
@@ -206,6 +219,13 @@ class LogValidationMetricsCallback:
     """Eval-end callback logging ``Epoch[%d] Validation-%s=%f`` for each metric value."""
 
     def __call__(self, param):
+        """Log one ``Epoch[e] Validation-<name>=<value>`` line per metric value.
+
+        Parameters
+        ----------
+        param : BatchEndParam
+            Nothing is logged when ``param.eval_metric`` is None.
+        """
         if not param.eval_metric:
             return
         for name, value in param.eval_metric.get_name_value():

@@ -16,13 +16,15 @@ gradients; a non-loss head needs ``out_grads``.
 One executor may run in one thread while other executors run in others: it
 holds no global mutable state (each node has its own ``OpContext`` and the
 executor its own random generator from ``ff.random.spawn()``).
+
+:func:`simple_bind` (allocation from inferred shapes) lives in
+``ffnumba._executor_bind`` and is re-exported here.
 """
 import numpy as np
 
+from ._executor_bind import _is_gpu, _norm_req, _view_of, _zeros, simple_bind
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
-from .dtype import np_dtype
-from .ndarray import ndarray as _nd
 from .ndarray.ndarray import NDArray
 from .ops.registry import OpContext
 from . import random as _random
@@ -30,44 +32,13 @@ from .symbol import infer as _infer
 
 __all__ = ['Executor', 'simple_bind', 'ArgumentError']
 
-_REQS = ('write', 'add', 'null')
 _HEAD_MSG = ('Because the last operator is not Loss function, head_gradient is required when '
              'calling backward. If you are attempting to minimize the output as an objective, '
              'please modify your network and pass it through the make_loss symbol.')
 
 
 class ArgumentError(FFError, TypeError):
-    """An argument name that the executor does not have."""
-
-
-def _zeros(shape, dtype, ctx):
-    return _nd.zeros(shape, ctx=ctx, dtype=dtype)
-
-
-def _is_gpu(ctx):
-    return ctx.device_type == 'gpu'
-
-
-def _norm_req(grad_req, names):
-    if isinstance(grad_req, str):
-        reqs = {n: grad_req for n in names}
-    elif isinstance(grad_req, (list, tuple)):
-        if len(grad_req) != len(names):
-            raise ParamError('grad_req: a list needs one entry per argument (%d), got %d'
-                             % (len(names), len(grad_req)))
-        reqs = dict(zip(names, grad_req))
-    elif isinstance(grad_req, dict):      # names that are not arguments are ignored (MXNet)
-        reqs = {n: grad_req.get(n, 'null') for n in names}
-    else:
-        raise ParamError('grad_req must be a str, list or dict. Received: grad_req=%r'
-                         % (grad_req,))
-    for n, r in reqs.items():
-        if r == 'inplace':
-            reqs[n] = r = 'write'
-        if r not in _REQS:
-            raise ParamError("grad_req must be one of 'write', 'add', 'null'. Received: "
-                             "grad_req[%r]=%r" % (n, r))
-    return reqs
+    """An argument name that the executor does not have, or a value of the wrong type."""
 
 
 def _arrays(value, names, what, allow_missing):
@@ -81,18 +52,20 @@ def _arrays(value, names, what, allow_missing):
             elif allow_missing:
                 out.append(None)
             else:
-                raise ValueError('key `%s` is missing in `%s`' % (n, what))
+                raise ParamError('key `%s` is missing in `%s`' % (n, what))
     elif isinstance(value, (list, tuple)):
         if len(value) != len(names):
-            raise ValueError('Length of %s does not match the number of %s'
+            raise ParamError('Length of %s does not match the number of %s'
                              % (what, 'auxiliary states' if what == 'aux_states'
                                 else 'arguments'))
         out = list(value)
     else:
-        raise TypeError('Only accept list of NDArrays or dict of str to NDArray for %s' % what)
+        raise ArgumentError('Only accept list of NDArrays or dict of str to NDArray for %s'
+                            % what)
     for n, a in zip(names, out):
         if a is not None and not isinstance(a, NDArray):
-            raise TypeError('%s[%r] must be an NDArray, got %s' % (what, n, type(a).__name__))
+            raise ArgumentError('%s[%r] must be an NDArray, got %s'
+                                % (what, n, type(a).__name__))
     return out
 
 
@@ -145,7 +118,7 @@ class Executor:
         self.arg_arrays = _arrays(args, arg_names, 'args', False)
         grads = _arrays(args_grad, arg_names, 'args_grad', True)
         if aux_names and aux_states is None:
-            raise ValueError('Length of aux_states does not match the number of auxiliary '
+            raise ParamError('Length of aux_states does not match the number of auxiliary '
                              'states: the symbol has %s' % aux_names)
         self.aux_arrays = _arrays(aux_states, aux_names, 'aux_states', False) \
             if aux_names else []
@@ -167,6 +140,7 @@ class Executor:
                                  % (n, g.shape, a.shape))
         self._setup()
         self._monitor = None
+        self._forward_ran = False
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
@@ -296,7 +270,7 @@ class Executor:
         Raises
         ------
         ArgumentError
-            For a name that is not an argument.
+            For a name that is not an argument, or a value that is not numeric.
         ShapeError
             ``Shape not match! Argument data, need: (3, 4), received: (2, 4)``.
         """
@@ -307,6 +281,8 @@ class Executor:
                     raise ArgumentError('Unknown argument %s; arguments are %s'
                                         % (name, self._arg_names))
                 dst = arg_dict[name]
+                if not isinstance(value, NDArray):
+                    value = _host_values('forward: argument %s' % name, value)
                 shape = tuple(value.shape)
                 if shape != dst.shape:
                     raise ShapeError('Shape not match! Argument %s, need: %s, received: %s'
@@ -319,6 +295,7 @@ class Executor:
                             dst._data[...] = value._data
                 else:
                     dst._set(np.asarray(value))
+        self._forward_ran = True
         monitor = self._monitor
         for r in self._fwd_plan:
             r.ctx.is_train = is_train
@@ -352,13 +329,20 @@ class Executor:
         Raises
         ------
         FFError
-            When a non-loss head has no gradient.
+            When a non-loss head has no gradient, or before any ``forward``.
+        ShapeError
+            For more ``out_grads`` than outputs or one of the wrong shape.
         """
+        if not self._forward_ran:
+            raise FFError('backward: call forward(is_train=True) first; the outputs it '
+                          'differentiates have not been computed yet')
         ograds = self._norm_out_grads(out_grads)
         for k, e, req in self._head_plan:
             g = ograds[k]
             if g is None:
                 raise FFError(_HEAD_MSG)
+            if not isinstance(g, NDArray):
+                g = _host_values('backward: out_grads[%d]' % k, g)
             dst = self._gbuf[e]
             if tuple(g.shape) != tuple(dst.shape):
                 raise ShapeError('backward: out_grads[%d] (%s) has shape %s, output has %s'
@@ -405,7 +389,8 @@ class Executor:
             return [out_grads.get(name) for name in self._out_names]
         out_grads = list(out_grads)
         if len(out_grads) > n:
-            raise ValueError('backward: %d out_grads for %d outputs' % (len(out_grads), n))
+            raise ShapeError('backward: %d out_grads for %d outputs %s'
+                             % (len(out_grads), n, self._out_names))
         return out_grads + [None] * (n - len(out_grads))
 
     # ------------------------------------------------------------ views
@@ -448,8 +433,15 @@ class Executor:
         Raises
         ------
         ParamError
-            ``Find name "foo" that is not in the arguments`` unless ``allow_extra_params``.
+            ``Find name "foo" that is not in the arguments`` unless
+            ``allow_extra_params``, or ``arg_params``/``aux_params`` not a dict.
+        ShapeError
+            For a value whose shape differs from the executor's array.
         """
+        for what, params in (('arg_params', arg_params), ('aux_params', aux_params)):
+            if params is not None and not isinstance(params, dict):
+                raise ParamError('copy_params_from: `%s` must be a dict of str to NDArray. '
+                                 'Received: %s' % (what, type(params).__name__))
         arg_dict, aux_dict = self.arg_dict, self.aux_dict
         for name, arr in (arg_params or {}).items():
             if name in arg_dict:
@@ -577,11 +569,24 @@ def _plan_inference_memory(view, shapes, types, ctx, nd_of):
             pool.setdefault((shapes[e], np.dtype(types[e]).str), []).append(nd_of[e])
 
 
+def _host_values(what, value):
+    """``value`` as a numeric numpy array, or an ArgumentError naming ``what``."""
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s (%s)'
+                            % (what, type(value).__name__, e)) from None
+    if host.dtype.kind not in 'biuf':
+        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s of dtype %s'
+                            % (what, type(value).__name__, host.dtype))
+    return host
+
+
 def _copy_into(src, dst, name):
     if isinstance(src, NDArray):
         host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
     else:
-        host = np.asarray(src)
+        host = _host_values('copy_params_from: %s' % name, src)
     if tuple(host.shape) != dst.shape:
         raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
                          % (name, tuple(host.shape), dst.shape))
@@ -589,111 +594,3 @@ def _copy_into(src, dst, name):
         dst._set(host.astype(dst._data.dtype))
     else:
         dst._data[...] = host
-
-
-def _view_of(arr, shape):
-    """An NDArray of ``shape`` over the first elements of ``arr`` (no copy on the CPU)."""
-    n = int(np.prod(shape, dtype=np.int64))
-    if _is_gpu(arr.context):
-        return _zeros(shape, arr.dtype, arr.context)
-    return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
-
-
-def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
-                shared_exec=None, shared_buffer=None, **kwargs):
-    """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
-
-    Parameters
-    ----------
-    symbol : Symbol
-    ctx : Context
-    grad_req : str, list or dict, default 'write'
-    type_dict : dict of str to dtype, optional
-        Input dtypes; the rest is inferred, float32 where nothing says otherwise.
-    shared_arg_names : list of str, optional
-        Arguments (parameters) whose arrays and gradients are taken from
-        ``shared_exec`` when it has them with the same shape and dtype.
-    shared_exec : Executor, optional
-        The executor to share with (also its auxiliary states, by name).
-    shared_buffer : dict, optional
-        Arrays for the other arguments, by name (gradients under
-        ``'grad of ' + name``). An entry at least as large is reused as a
-        view; otherwise a new array is allocated and stored in the dict.
-    **kwargs : tuple
-        Input shapes by name (names that are not inputs are ignored, as in MXNet).
-
-    Returns
-    -------
-    Executor
-
-    Raises
-    ------
-    ShapeError
-        If some shape cannot be inferred (naming the arguments).
-    """
-    ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
-    check_device(ctx)
-    view = symbol._view()
-    view.check_unique_names()
-    inputs = set(view.arg_names() + view.aux_names())
-    kwargs = {k: v for k, v in kwargs.items() if k in inputs}   # MXNet ignores other names
-    shapes = _infer.infer_shapes(view, kwargs)
-    arg_names, aux_names = view.arg_names(), view.aux_names()
-    unknown = [n for nid, n in zip(view.arg_nodes + view.aux_nodes, arg_names + aux_names)
-               if shapes[view.entry_ptr[nid]] is None]
-    if unknown:
-        raise ShapeError('simple_bind: cannot infer the shapes of %s; give their shapes (or '
-                         'the shapes they depend on) as keyword arguments' % unknown)
-    known_t = {k: np_dtype(v, 'type_dict[%r]' % k) for k, v in (type_dict or {}).items()}
-    types = _infer.infer_types(view, known_t)
-    missing = {n: np.dtype('float32')
-               for nid, n in zip(view.arg_nodes + view.aux_nodes, arg_names + aux_names)
-               if types[view.entry_ptr[nid]] is None}
-    if missing:
-        known_t.update(missing)
-        types = _infer.infer_types(view, known_t)
-    reqs = _norm_req(grad_req, arg_names)
-    shared_names = set(shared_arg_names or ())
-    s_args = shared_exec.arg_dict if shared_exec is not None else {}
-    s_grads = shared_exec.grad_dict if shared_exec is not None else {}
-    s_aux = shared_exec.aux_dict if shared_exec is not None else {}
-
-    def fits(a, shape, dtype):
-        return a is not None and a.shape == shape and np.dtype(a.dtype) == dtype
-
-    def from_buffer(key, shape, dtype):
-        if shared_buffer is None:
-            return _zeros(shape, dtype, ctx)
-        old = shared_buffer.get(key)
-        n = int(np.prod(shape, dtype=np.int64))
-        if old is not None and np.dtype(old.dtype) == dtype and old.size >= n \
-                and old.context == ctx:
-            return old if old.shape == shape else _view_of(old, shape)
-        new = _zeros(shape, dtype, ctx)
-        shared_buffer[key] = new
-        return new
-
-    args, grads = [], []
-    for nid, name in zip(view.arg_nodes, arg_names):
-        e = view.entry_ptr[nid]
-        shape, dtype = shapes[e], types[e]
-        if name in shared_names and fits(s_args.get(name), shape, dtype):
-            a = s_args[name]
-            g = s_grads.get(name)
-            if reqs[name] != 'null' and not fits(g, shape, dtype):
-                g = _zeros(shape, dtype, ctx)
-        elif name in shared_names:
-            a = _zeros(shape, dtype, ctx)
-            g = _zeros(shape, dtype, ctx) if reqs[name] != 'null' else None
-        else:
-            a = from_buffer(name, shape, dtype)
-            g = from_buffer('grad of ' + name, shape, dtype) if reqs[name] != 'null' else None
-        args.append(a)
-        grads.append(g if reqs[name] != 'null' else None)
-    aux = []
-    for nid, name in zip(view.aux_nodes, aux_names):
-        e = view.entry_ptr[nid]
-        shape, dtype = shapes[e], types[e]
-        a = s_aux.get(name)
-        aux.append(a if fits(a, shape, dtype) else _zeros(shape, dtype, ctx))
-    return Executor(symbol, ctx, args, grads, reqs, aux)

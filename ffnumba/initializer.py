@@ -108,8 +108,11 @@ class Initializer:
         Raises
         ------
         ParamError
-            For a name no rule covers.
+            For a name no rule covers, or an ``arr`` that is not an array.
         """
+        if not hasattr(arr, 'shape') or not hasattr(arr, '__setitem__'):
+            raise ParamError('%s: `arr` must be an NDArray or a numpy array. Received: %s'
+                             % (type(self).__name__, type(arr).__name__))
         if not isinstance(desc, InitDesc):
             self._legacy_init(desc, arr)
             return
@@ -196,7 +199,23 @@ class Initializer:
 
 
 register = registry.get_register_func(Initializer, 'initializer')
-alias = registry.get_alias_func(Initializer, 'initializer')
+_alias = registry.get_alias_func(Initializer, 'initializer')
+
+
+def alias(*aliases):
+    """Class decorator: register an :class:`Initializer` under extra names.
+
+    Parameters
+    ----------
+    *aliases : str
+        Names (any case) that :func:`create` will also accept.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the class unchanged.
+    """
+    return _alias(*aliases)
 create = registry.get_create_func(Initializer, 'initializer')
 
 
@@ -247,6 +266,21 @@ class Load:
         self.verbose = verbose
 
     def __call__(self, name, arr):
+        """Copy the loaded value of ``name`` into ``arr``, or use ``default_init``.
+
+        Parameters
+        ----------
+        name : str or InitDesc
+        arr : NDArray or numpy.ndarray
+            Filled in place.
+
+        Raises
+        ------
+        ShapeError
+            The loaded array's shape differs from ``arr.shape``.
+        ParamError
+            ``name`` was not loaded and there is no ``default_init``.
+        """
         if name in self.param:
             src = self.param[name]
             if tuple(src.shape) != _shape(arr):
@@ -282,6 +316,19 @@ class Mixed:
         self.map = list(zip([re.compile(p) for p in patterns], initializers))
 
     def __call__(self, name, arr):
+        """Initialise ``arr`` with the first initializer whose pattern matches ``name``.
+
+        Parameters
+        ----------
+        name : str or InitDesc
+        arr : NDArray or numpy.ndarray
+            Filled in place.
+
+        Raises
+        ------
+        ParamError
+            No pattern matches ``name``.
+        """
         for prog, init in self.map:
             if prog.match(name):
                 init(name, arr)

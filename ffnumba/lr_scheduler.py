@@ -72,6 +72,18 @@ class LRScheduler:
         return self.warmup_begin_lr
 
     def __call__(self, num_update):
+        """The learning rate for update number ``num_update``.
+
+        Parameters
+        ----------
+        num_update : int
+            Number of updates so far (from 0; the optimizer's counter).
+
+        Returns
+        -------
+        float
+            The warm-up rate while ``num_update < warmup_steps``, else the schedule's rate.
+        """
         raise NotImplementedError('an LRScheduler subclass must define __call__')
 
     def get_config(self):
@@ -112,6 +124,8 @@ class FactorScheduler(LRScheduler):
         self.count = 0
 
     def __call__(self, num_update):
+        """The rate at ``num_update`` (as :meth:`LRScheduler.__call__`): ``base_lr`` times
+        ``factor`` for each ``step`` updates passed, not below ``stop_factor_lr``."""
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         while num_update > self.count + self.step:
@@ -162,6 +176,8 @@ class MultiFactorScheduler(LRScheduler):
         self.count = 0
 
     def __call__(self, num_update):
+        """The rate at ``num_update`` (as :meth:`LRScheduler.__call__`): ``base_lr`` times
+        ``factor`` once for each boundary in ``step`` passed."""
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         while self.cur_step_ind < len(self.step):
@@ -191,6 +207,8 @@ class _Annealing(LRScheduler):
         raise NotImplementedError
 
     def __call__(self, num_update):
+        """The rate at ``num_update`` (as :meth:`LRScheduler.__call__`): annealed from
+        ``base_lr`` to ``final_lr`` over ``max_update`` updates, then ``final_lr``."""
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:

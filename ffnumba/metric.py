@@ -171,7 +171,16 @@ class EvalMetric:
 
 
 register = registry.get_register_func(EvalMetric, 'metric')
-alias = registry.get_alias_func(EvalMetric, 'metric')
+_alias = registry.get_alias_func(EvalMetric, 'metric')
+
+
+def alias(*aliases):
+    """Class decorator registering an :class:`EvalMetric` under the extra names ``aliases``.
+
+    ``@alias('acc')`` lets ``create('acc')`` (any case) build the class; the
+    decorator returns the class unchanged.
+    """
+    return _alias(*aliases)
 _create = registry.get_create_func(EvalMetric, 'metric')
 
 
@@ -594,7 +603,12 @@ class RMSE(_Regression):
 
 
 class _LogLoss(EvalMetric):
-    """``sum(-log(p[i, y_i] + eps))`` per batch, counting samples."""
+    """``sum(-log(p[i, y_i] + eps))`` per batch, counting samples.
+
+    Raises ShapeError for non-2-D predictions or a count mismatch, and
+    ParamError for a label outside ``[0, C)`` (numpy indexing would raise an
+    IndexError, or silently wrap a negative label).
+    """
 
     def __init__(self, eps, name, output_names=None, label_names=None):
         super().__init__(name, eps=eps, output_names=output_names, label_names=label_names,
@@ -609,7 +623,16 @@ class _LogLoss(EvalMetric):
                 raise ShapeError('%s: %d labels but %d predictions (shape %s)'
                                  % (type(self).__name__, label.shape[0], pred.shape[0],
                                     pred.shape))
-            prob = pred[numpy.arange(label.shape[0]), numpy.int64(label)]
+            if pred.ndim != 2:
+                raise ShapeError('%s: predictions must be 2-D (N, C). Received shape %s'
+                                 % (type(self).__name__, pred.shape))
+            idx = numpy.int64(label)
+            bad = (idx < 0) | (idx >= pred.shape[1])
+            if bad.any():
+                raise ParamError('%s: labels must be class indices in [0, %d). Received: %r'
+                                 % (type(self).__name__, pred.shape[1],
+                                    label[bad][:5].tolist()))
+            prob = pred[numpy.arange(label.shape[0]), idx]
             self._add(float((-numpy.log(prob + self.eps)).sum()), label.shape[0])
 
 
@@ -653,6 +676,7 @@ class PearsonCorrelation(EvalMetric):
                          has_global_stats=True)
 
     def reset_micro(self):
+        """Clear the streaming sums of ``average='micro'`` (called by ``reset``)."""
         self._sse_p = self._mean_p = self._sse_l = self._mean_l = 0.
         self._pred_nums = self._label_nums = 0
         self._conv = 0.

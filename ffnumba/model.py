@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from .base import FFError, ParamError, ShapeError
-from .context import Context, cpu, check_device
+from .context import cpu, check_device
 from .module.base_module import BatchEndParam, _atomic_write, _save_nd, _split_params
 from .module.executor_group import _split_input_slice
 
@@ -121,6 +121,10 @@ class FeedForward:
         The network, or ``sym_gen(bucket_key)`` returning one.
     ctx : Context or list of Context, default [cpu()]
         Several contexts split each batch (data parallelism, threads on CPUs).
+        Several CPU contexts cap the BLAS threads of the whole process at
+        ``cores // contexts`` for good; set ``FFNUMBA_BLAS_THREADS=0`` to
+        leave BLAS alone or ``=N`` for another cap (see
+        :class:`~ffnumba.module.executor_group.DataParallelExecutorGroup`).
     num_epoch : int, optional
         Train until this epoch (required by :meth:`fit`).
     epoch_size : int, optional
@@ -156,13 +160,11 @@ class FeedForward:
         else:
             raise ParamError('FeedForward: `symbol` must be a Symbol or a callable sym_gen. '
                              'Received: symbol=%r' % (symbol,))
-        if ctx is None:
-            ctx = [cpu()]
-        elif isinstance(ctx, Context):
-            ctx = [ctx]
+        from .module._checks import _check_contexts
+        ctx = _check_contexts('FeedForward', [cpu()] if ctx is None else ctx)
         for c in ctx:
             check_device(c)
-        self.ctx = list(ctx)
+        self.ctx = ctx
         self.arg_params = arg_params
         self.aux_params = aux_params
         self.allow_extra_params = allow_extra_params
@@ -313,7 +315,10 @@ class FeedForward:
         ------
         FFError
             For mismatched sample counts, a bad ``y`` shape, a missing
-            ``num_epoch`` or an unusable context.
+            ``num_epoch``, an unusable context, or a DataIter ``X`` that
+            yields no batch (run to its end and not reset: call
+            ``X.reset()``; MXNet raises a bare ``StopIteration``). With
+            ``epoch_size`` set, an exhausted iterator is reset instead.
         """
         from . import metric
         if self.num_epoch is None:

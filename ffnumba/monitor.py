@@ -53,7 +53,11 @@ class Monitor:
         self.queue = []
         self.step = 0
         self.exes = []
-        self.re_prog = re.compile(pattern)
+        try:
+            self.re_prog = re.compile(pattern)
+        except (re.error, TypeError) as e:
+            raise ParamError('Monitor: `pattern` must be a regular expression. Received: '
+                             'pattern=%r (%s)' % (pattern, e)) from None
         self.sort = sort
         self.monitor_all = monitor_all
 

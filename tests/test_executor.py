@@ -456,3 +456,60 @@ def test_kernel_errors_name_the_node():
         exe.forward()
     with pytest.raises(ParamError, match='^Error in operator f: bad value'):
         exe.backward(nd.ones((2,)))
+
+
+def _fc_exec():
+    net = sym.FullyConnected(sym.Variable('data'), num_hidden=2, name='fc')
+    return net.simple_bind(ff.cpu(), data=(3, 4))
+
+
+def test_forward_accepts_array_likes_and_names_bad_values():
+    exe = _fc_exec()
+    exe.copy_params_from({'fc_weight': np.ones((2, 4)), 'fc_bias': np.zeros(2)})
+    out = exe.forward(data=[[1.0] * 4] * 3)[0].asnumpy()
+    np.testing.assert_allclose(out, np.full((3, 2), 4.0))
+    with pytest.raises(ff.executor.ArgumentError, match='argument data must be'):
+        exe.forward(data='abcd')
+    with pytest.raises(ff.executor.ArgumentError, match='Unknown argument foo'):
+        exe.forward(foo=nd.zeros((3, 4)))
+
+
+def test_backward_misuse_is_named():
+    exe = _fc_exec()
+    with pytest.raises(FFError, match=r'forward\(is_train=True\) first'):
+        exe.backward(nd.ones((3, 2)))
+    exe.forward(is_train=True)
+    with pytest.raises(ShapeError, match='2 out_grads for 1 outputs'):
+        exe.backward([nd.ones((3, 2)), nd.ones((3, 2))])
+    with pytest.raises(ShapeError, match=r'has shape \(3, 3\)'):
+        exe.backward(nd.ones((3, 3)))
+    exe.backward([np.ones((3, 2))])  # numpy head gradients are accepted
+    np.testing.assert_allclose(exe.grad_dict['fc_bias'].asnumpy(), [3, 3])
+
+
+def test_copy_params_from_and_bind_argument_errors():
+    exe = _fc_exec()
+    with pytest.raises(ParamError, match='`arg_params` must be a dict'):
+        exe.copy_params_from([nd.zeros((2, 4))])
+    with pytest.raises(ShapeError, match=r'fc_weight has shape \(5, 5\)'):
+        exe.copy_params_from({'fc_weight': nd.zeros((5, 5))})
+    with pytest.raises(ff.executor.ArgumentError, match='fc_weight'):
+        exe.copy_params_from({'fc_weight': 'x'})
+    net = sym.FullyConnected(sym.Variable('data'), num_hidden=2, name='fc')
+    with pytest.raises(ParamError, match='fc_weight` is missing'):
+        net.bind(ff.cpu(), {'data': nd.zeros((3, 4))})
+    with pytest.raises(ff.executor.ArgumentError, match='must be an NDArray'):
+        net.bind(ff.cpu(), {'data': np.zeros((3, 4)), 'fc_weight': nd.zeros((2, 4)),
+                            'fc_bias': nd.zeros(2)})
+
+
+@pytest.mark.parametrize('shape, match', [(3, 'tuple of ints'), ('ab', 'tuple of ints'),
+                                          ((3, -4), '>= 0'), ((3, 2.5), 'tuple of ints')])
+def test_bad_input_shapes_are_shape_errors(shape, match):
+    net = sym.FullyConnected(sym.Variable('data'), num_hidden=2, name='fc')
+    with pytest.raises(ShapeError, match=match):
+        net.simple_bind(ff.cpu(), data=shape)
+    with pytest.raises(ShapeError, match=match):
+        net.infer_shape(data=shape)
+    with pytest.raises(ShapeError, match=match):
+        _fc_exec().reshape(data=shape)

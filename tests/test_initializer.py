@@ -183,3 +183,8 @@ def test_bilinear_and_lstm_shape_errors():
         _run(init.Bilinear(), 'up_weight', (3, 3))
     with pytest.raises(ShapeError, match='divisible by 4'):
         _run(init.Uniform(), 'l_bias', (6,), {'__init__': init.LSTMBias().dumps()})
+
+
+def test_non_array_target_is_param_error():
+    with pytest.raises(ff.base.ParamError, match='`arr` must be an NDArray'):
+        ff.init.Uniform()('fc_weight', 'abc')

@@ -218,3 +218,14 @@ def test_update_dict_selects_names():
                      {'out': np.array([[0, 1], [1, 0]]), 'yy': np.zeros(3)})
     assert comp.get() == (['accuracy'], [1.0])
     assert str(metric.MSE()) == "EvalMetric: {'mse': nan}"
+
+
+@pytest.mark.parametrize('name', ['ce', 'nll_loss'])
+def test_log_losses_reject_labels_out_of_range(name):
+    pred = nd.array(np.full((3, 3), 1 / 3.))
+    for bad in ([0, 1, 3], [0, -1, 2]):  # too large; negative would wrap silently
+        m = metric.create(name)
+        with pytest.raises(ParamError, match=r'\[0, 3\)'):
+            m.update([nd.array(bad)], [pred])
+    with pytest.raises(ShapeError, match='2-D'):
+        metric.create(name).update([nd.array([0, 1, 2])], [nd.array(np.ones((3, 3, 1)))])

@@ -60,3 +60,8 @@ def test_fit_with_monitor_logs_batches(caplog):
 def test_interval_must_be_positive():
     with pytest.raises(FFError, match='interval'):
         Monitor(0)
+
+
+def test_bad_pattern_is_param_error():
+    with pytest.raises(ff.base.ParamError, match='pattern'):
+        Monitor(1, pattern='(')

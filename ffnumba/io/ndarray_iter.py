@@ -56,6 +56,9 @@ def _init_data(data, allow_empty, default_name):
             data = OrderedDict([(default_name, data[0])])
         else:
             data = OrderedDict([('_%d_%s' % (i, default_name), d) for i, d in enumerate(data)])
+    for k in data:
+        if not isinstance(k, str):
+            raise ParamError('NDArrayIter: array names must be str. Received: %r' % (k,))
     out = []
     for k, v in sorted(data.items()):
         arr = _host_array(v, k)
@@ -90,9 +93,10 @@ class NDArrayIter(DataIter):
     Raises
     ------
     ParamError
-        Bad ``batch_size``, ``last_batch_handle``, layout or input type.
+        Bad ``batch_size``, ``last_batch_handle``, layout or input type;
+        names that are not str or repeat between ``data`` and ``label``.
     ShapeError
-        Arrays with different numbers of samples (names both).
+        Arrays with different numbers of samples (names both), or none.
     """
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle='pad',
@@ -127,7 +131,12 @@ class NDArrayIter(DataIter):
 
     def _check_counts(self):
         first_name, first = self._data[0]
-        for name, arr in self._data[1:] + self._label:
+        names = [name for name, _ in self._data + self._label]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ParamError('NDArrayIter: data and label names must be distinct. Received %s '
+                             'more than once' % dup)
+        for name, arr in self._data + self._label:
             if arr.ndim <= self._axis:
                 raise ShapeError('NDArrayIter: %r of shape %s has no batch axis %d (layout %r)'
                                  % (name, arr.shape, self._axis, self.layout))
@@ -136,6 +145,9 @@ class NDArrayIter(DataIter):
                     'NDArrayIter: all inputs must have the same number of samples; %r has %d '
                     'but %r has %d' % (first_name, first.shape[self._axis], name,
                                        arr.shape[self._axis]))
+        if first.shape[self._axis] == 0:
+            raise ShapeError('NDArrayIter: %r has no samples (shape %s)'
+                             % (first_name, first.shape))
 
     # ------------------------------------------------------------------ views
     @staticmethod

@@ -8,7 +8,27 @@ from .base import DataBatch, DataDesc, DataIter
 __all__ = ['ResizeIter', 'PrefetchingIter']
 
 
-class ResizeIter(DataIter):
+class _BatchViews(DataIter):
+    """``getdata``/``getlabel``/``getindex``/``getpad`` read from ``self.current_batch``."""
+
+    def getdata(self):
+        """The data arrays of the current batch."""
+        return self.current_batch.data
+
+    def getlabel(self):
+        """The label arrays of the current batch."""
+        return self.current_batch.label
+
+    def getindex(self):
+        """The sample indices of the current batch (None when unknown)."""
+        return self.current_batch.index
+
+    def getpad(self):
+        """The number of filler samples at the end of the current batch."""
+        return self.current_batch.pad
+
+
+class ResizeIter(_BatchViews):
     """Give exactly ``size`` batches per epoch from another iterator.
 
     When the inner iterator runs out it is reset and read on; with
@@ -58,18 +78,6 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
-
 
 class _Worker:
     """State shared with one prefetch thread (holds no reference to the PrefetchingIter)."""
@@ -109,7 +117,7 @@ def _stop_all(workers):
         w.stop()
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_BatchViews):
     """Read the next batches of one or more iterators in background threads.
 
     One thread per iterator fetches the next batch while the current one is
@@ -136,6 +144,10 @@ class PrefetchingIter(DataIter):
             iters = [iters]
         if not iters:
             raise ParamError('PrefetchingIter: `iters` must hold at least one iterator')
+        for it in iters:
+            if not all(hasattr(it, a) for a in ('provide_data', 'provide_label', 'reset')):
+                raise ParamError('PrefetchingIter: `iters` must be DataIters. Received: %s'
+                                 % type(it).__name__)
         self.iters = list(iters)
         self.n_iter = len(self.iters)
         self.rename_data = rename_data
@@ -215,15 +227,3 @@ class PrefetchingIter(DataIter):
         if self.iter_next():
             return self.current_batch
         raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad

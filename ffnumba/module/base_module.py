@@ -8,14 +8,14 @@ written once here and shared by :class:`Module`, :class:`BucketingModule`,
 :class:`~ffnumba.model.FeedForward` (reference ``mxnet_api.md`` section 8).
 """
 import logging
-import os
-import tempfile
 import time
+import warnings
 from collections import namedtuple
 
 import numpy as np
 
-from ..base import FFError
+from ..base import FFError, ParamError
+from ._checks import _EXHAUSTED, _check_iter, _split_params  # noqa: F401
 
 __all__ = ['BaseModule', 'BatchEndParam']
 
@@ -32,37 +32,19 @@ def _as_list(obj):
 
 
 def _atomic_write(fname, payload):
-    """Write bytes, or call ``payload(tmp_path)``, then rename onto ``fname``.
+    """Write ``payload`` (bytes) to ``fname`` atomically (:func:`ff.nd.atomic_write`).
 
-    A crash never leaves a half-written file under the real name.
+    A crash never leaves a half-written file under the real name; an
+    unwritable path raises an FFError.
     """
-    folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(fname), suffix='.tmp',
-                               dir=folder)
-    try:
-        if callable(payload):
-            os.close(fd)
-            fd = None
-            payload(tmp)
-        else:
-            with os.fdopen(fd, 'wb') as f:
-                fd = None
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, fname)
-    except BaseException:
-        if fd is not None:
-            os.close(fd)
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    from ..ndarray.params_io import atomic_write
+    atomic_write(fname, [payload])
 
 
 def _save_nd(fname, data):
-    """``ff.nd.save`` through a temporary file and an atomic rename."""
+    """``ff.nd.save`` (itself atomic)."""
     from .. import ndarray as nd
-    _atomic_write(fname, lambda tmp: nd.save(tmp, data))
+    nd.save(fname, data)
 
 
 def _create_metric(eval_metric):
@@ -135,6 +117,7 @@ class BaseModule:
             ``eval_metric.get_name_value()``.
         """
         self._check_ready('score')
+        _check_iter('score', 'eval_data', eval_data)
         if reset:
             eval_data.reset()
         eval_metric = _create_metric(eval_metric)
@@ -165,6 +148,7 @@ class BaseModule:
     def iter_predict(self, eval_data, num_batch=None, reset=True, sparse_row_id_fn=None):
         """Yield ``(outputs, nbatch, batch)`` for each batch, padding rows removed."""
         self._check_ready('iter_predict')
+        _check_iter('iter_predict', 'eval_data', eval_data)
         if reset:
             eval_data.reset()
         for nbatch, eval_batch in enumerate(eval_data):
@@ -274,10 +258,22 @@ class BaseModule:
         Raises
         ------
         FFError
-            If ``num_epoch`` is missing.
+            If ``num_epoch`` is missing, or if ``train_data`` yields no batch
+            at the start of an epoch (an iterator already run to its end and
+            not reset, or an empty one). MXNet lets a bare ``StopIteration``
+            escape here; ffnumba names the cause instead, as a
+            ``StopIteration`` leaking out of ``fit`` can end an enclosing
+            generator silently.
         """
         if num_epoch is None:
             raise FFError('fit: please specify number of epochs (`num_epoch`)')
+        for field, value in (('num_epoch', num_epoch), ('begin_epoch', begin_epoch)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ParamError('fit: `%s` must be an int >= 0. Received: %s=%r'
+                                 % (field, field, value))
+        _check_iter('fit', 'train_data', train_data)
+        if eval_data is not None:
+            _check_iter('fit', 'eval_data', eval_data)
         if initializer is None:
             initializer = _default_initializer()
         self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
@@ -315,7 +311,10 @@ class BaseModule:
             nbatch = 0
             data_iter = iter(_epoch_batches(train_data, epoch, epoch_size, self.logger))
             end_of_batch = False
-            next_batch = next(data_iter)
+            next_batch = next(data_iter, None)
+            if next_batch is None:
+                raise FFError(_EXHAUSTED % (type(self).__name__, epoch,
+                                            type(train_data).__name__))
             name_vals = []
             while not end_of_batch:
                 data_batch = next_batch
@@ -369,22 +368,27 @@ class BaseModule:
     # ------------------------------------------------------ properties
     @property
     def data_names(self):
+        """list of str: the names of the data inputs, in order."""
         raise NotImplementedError()
 
     @property
     def output_names(self):
+        """list of str: the names of the outputs, in order."""
         raise NotImplementedError()
 
     @property
     def data_shapes(self):
+        """list of DataDesc: the bound data shapes (FFError before ``bind``)."""
         raise NotImplementedError()
 
     @property
     def label_shapes(self):
+        """list of DataDesc or None: the bound label shapes (FFError before ``bind``)."""
         raise NotImplementedError()
 
     @property
     def output_shapes(self):
+        """list of (str, tuple): name and shape of each output (FFError before ``bind``)."""
         raise NotImplementedError()
 
     @property
@@ -394,18 +398,83 @@ class BaseModule:
 
     # --------------------------------------------------------- params
     def get_params(self):
+        """The current parameters, as MXNet.
+
+        Returns
+        -------
+        (dict of str to NDArray, dict of str to NDArray)
+            ``(arg_params, aux_params)``, host copies.
+
+        Raises
+        ------
+        FFError
+            Before ``bind`` and ``init_params``.
+        """
         raise NotImplementedError()
 
     def init_params(self, initializer=None, arg_params=None, aux_params=None,
                     allow_missing=False, force_init=False, allow_extra=False):
+        """Initialise the parameters and auxiliary states.
+
+        Parameters
+        ----------
+        initializer : Initializer, optional
+            Fills each array not found in ``arg_params``/``aux_params``.
+        arg_params, aux_params : dict of str to NDArray, optional
+            Values to copy in; shapes must match the bound ones.
+        allow_missing : bool, default False
+            Let ``initializer`` fill names missing from the dicts.
+        force_init : bool, default False
+            Re-initialise even if already initialised.
+        allow_extra : bool, default False
+            Ignore names in the dicts that the symbol does not have.
+
+        Raises
+        ------
+        FFError
+            Before ``bind``, for a missing name without ``allow_missing``, an
+            unknown name without ``allow_extra`` or a wrong shape.
+        """
         raise NotImplementedError()
 
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
                    allow_extra=False):
-        """Assign parameter values (``init_params`` without an initializer)."""
+        """Assign parameter values.
+
+        Without ``allow_missing`` this is ``init_params`` with no initializer
+        (every parameter must be given); with it, only the given values are
+        copied and the others keep theirs.
+
+        Parameters
+        ----------
+        arg_params, aux_params : dict of str to NDArray
+        allow_missing : bool, default False
+        force_init : bool, default True
+            False leaves already initialised parameters alone (with a warning).
+        allow_extra : bool, default False
+
+        Raises
+        ------
+        FFError
+            As :meth:`init_params`.
+        """
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=False, force_init=force_init,
+                             allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            warnings.warn('Parameters already initialized and force_init=False. '
+                          'set_params call ignored.', stacklevel=2)
+            return
+        self._copy_given_params(arg_params, aux_params, allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
+
+    def _copy_given_params(self, arg_params, aux_params, allow_extra):
+        """Copy just the given values (``set_params(allow_missing=True)``)."""
         self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                         allow_missing=allow_missing, force_init=force_init,
-                         allow_extra=allow_extra)
+                         allow_missing=True, force_init=True, allow_extra=allow_extra)
 
     def save_params(self, fname):
         """Save the parameters to ``fname`` with ``arg:``/``aux:`` keys (atomic write)."""
@@ -433,9 +502,30 @@ class BaseModule:
         return []
 
     def set_states(self, states=None, value=None):
+        """Set the state arrays (``state_names``) from arrays or one scalar.
+
+        Parameters
+        ----------
+        states : list of list of NDArray, optional
+            One list per state, one array per device.
+        value : float, optional
+            Fill every state with this value instead.
+
+        Raises
+        ------
+        FFError
+            Before ``bind``.
+        """
         self._check_ready('set_states', params=False)
 
     def install_monitor(self, mon):
+        """Attach a :class:`~ffnumba.monitor.Monitor` to every executor.
+
+        Raises
+        ------
+        FFError
+            Before ``bind``.
+        """
         raise NotImplementedError()
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
@@ -450,28 +540,130 @@ class BaseModule:
 
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req='write'):
+        """Allocate the executors for these input shapes.
+
+        Parameters
+        ----------
+        data_shapes : list of (str, tuple) or DataDesc
+            Name and shape of each data input; the first axis is the batch.
+        label_shapes : list of (str, tuple) or DataDesc, optional
+        for_training : bool, default True
+            Allocate gradients.
+        inputs_need_grad : bool, default False
+            Also compute gradients of the data inputs.
+        force_rebind : bool, default False
+        shared_module : Module, optional
+            Share parameter arrays with this bound module.
+        grad_req : {'write', 'add', 'null'} or dict, default 'write'
+
+        Raises
+        ------
+        ShapeError
+            Names that differ from ``data_names``/``label_names`` or shapes
+            the symbol cannot take.
+        """
         raise NotImplementedError()
 
     def init_optimizer(self, kvstore='local', optimizer='sgd',
                        optimizer_params=(('learning_rate', 0.01),), force_init=False):
+        """Create the optimizer (and kvstore) that ``update`` will use.
+
+        Parameters
+        ----------
+        kvstore : str or KVStore, default 'local'
+        optimizer : str or Optimizer, default 'sgd'
+        optimizer_params : dict or pairs, default (('learning_rate', 0.01),)
+            Keyword arguments of the optimizer when ``optimizer`` is a name.
+        force_init : bool, default False
+            Replace an optimizer already installed.
+
+        Raises
+        ------
+        FFError
+            Before ``bind``/``init_params``; ParamError for an unknown
+            optimizer or a bad hyper-parameter.
+        """
         raise NotImplementedError()
 
     def forward(self, data_batch, is_train=None):
+        """Run the forward pass on one batch.
+
+        Parameters
+        ----------
+        data_batch : DataBatch
+            ``data`` (and ``label`` when training) arrays in the bound order.
+        is_train : bool, optional
+            Defaults to ``for_training`` of ``bind``.
+
+        Raises
+        ------
+        FFError
+            Before ``bind``/``init_params``; ShapeError for a batch whose
+            arrays do not match the bound shapes.
+        """
         raise NotImplementedError()
 
     def backward(self, out_grads=None):
+        """Back-propagate from the last ``forward(is_train=True)``.
+
+        Parameters
+        ----------
+        out_grads : NDArray or list of NDArray, optional
+            Head gradients, one per output; needed only for outputs that
+            are not loss layers.
+        """
         raise NotImplementedError()
 
     def get_outputs(self, merge_multi_context=True):
+        """The outputs of the last forward pass.
+
+        Parameters
+        ----------
+        merge_multi_context : bool, default True
+            Concatenate the devices' slices along the batch axis; otherwise
+            return one list of per-device arrays per output.
+
+        Returns
+        -------
+        list of NDArray or list of list of NDArray
+        """
         raise NotImplementedError()
 
     def get_input_grads(self, merge_multi_context=True):
+        """Gradients of the data inputs (needs ``bind(inputs_need_grad=True)``).
+
+        Parameters
+        ----------
+        merge_multi_context : bool, default True
+            As :meth:`get_outputs`.
+
+        Returns
+        -------
+        list of NDArray or list of list of NDArray
+        """
         raise NotImplementedError()
 
     def update(self):
+        """Apply one optimizer step with the gradients of the last ``backward``.
+
+        Raises
+        ------
+        FFError
+            Before ``init_optimizer``.
+        """
         raise NotImplementedError()
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
+        """Accumulate ``eval_metric`` on the current outputs and ``labels``.
+
+        Parameters
+        ----------
+        eval_metric : EvalMetric
+        labels : list of NDArray
+            One array per label, the whole batch (or, with ``pre_sliced``,
+            one list per device).
+        pre_sliced : bool, default False
+        """
         raise NotImplementedError()
 
 
@@ -486,6 +678,7 @@ def _epoch_batches(train_data, epoch, epoch_size, logger):
         yield from train_data
         return
     n = 0
+    reset_once = False
     while True:
         exhausted = True
         for batch in train_data:
@@ -495,24 +688,10 @@ def _epoch_batches(train_data, epoch, epoch_size, logger):
                 exhausted = False
                 break
         if exhausted:
+            if n == 0 and reset_once:  # a reset brought no batch: empty for good
+                return
             logger.info('Epoch[%d] Resetting Data Iterator', epoch)
             train_data.reset()
+            reset_once = True
         if n >= epoch_size:
             return
-
-
-def _split_params(save_dict, fname):
-    """Split a loaded ``{'arg:x': ..., 'aux:y': ...}`` dict into two dicts."""
-    if not isinstance(save_dict, dict):
-        raise FFError('Invalid param file %s: expected named arrays with arg:/aux: keys, '
-                      'found an unnamed list' % fname)
-    arg_params, aux_params = {}, {}
-    for k, v in save_dict.items():
-        tp, _, name = k.partition(':')
-        if tp == 'arg' and name:
-            arg_params[name] = v
-        elif tp == 'aux' and name:
-            aux_params[name] = v
-        else:
-            raise FFError('Invalid param file %s: key %r has no arg:/aux: prefix' % (fname, k))
-    return arg_params, aux_params

@@ -12,7 +12,8 @@ import warnings
 from ..base import FFError, ParamError
 from ..context import Context, cpu
 from .base_module import BaseModule, _atomic_write, _save_nd
-from .module import Module, _check_input_names
+from .module import Module
+from ._checks import _check_input_names
 
 __all__ = ['BucketingModule']
 
@@ -133,21 +134,9 @@ class BucketingModule(BaseModule):
         self._params_dirty = False
         return params
 
-    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
-                   allow_extra=False):
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn('Parameters already initialized and force_init=False. '
-                          'set_params call ignored.', stacklevel=2)
-            return
-        self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing,
-                                     force_init=force_init, allow_extra=allow_extra)
-        self._params_dirty = True
-        self.params_initialized = True
+    def _copy_given_params(self, arg_params, aux_params, allow_extra):
+        self._curr_module.set_params(arg_params, aux_params, allow_missing=True,
+                                     force_init=True, allow_extra=allow_extra)
 
     def init_params(self, initializer=None, arg_params=None, aux_params=None,
                     allow_missing=False, force_init=False, allow_extra=False):

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..base import FFError, ShapeError
+from ._blas import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
 
 __all__ = ['DataParallelExecutorGroup', '_split_input_slice']
 
@@ -39,9 +40,9 @@ def _split_input_slice(batch_size, work_load_list):
 
     Raises
     ------
-    ValueError
-        ``'Too many slices. Some splits are empty.'`` when a device would get
-        no sample.
+    ShapeError
+        (a ValueError) ``'Too many slices. Some splits are empty.'`` when a
+        device would get no sample.
 
     Examples
     --------
@@ -59,7 +60,9 @@ def _split_input_slice(batch_size, work_load_list):
         begin = int(min(end, batch_size))
         end = int(min(begin + n, batch_size))
         if begin >= end:
-            raise ValueError('Too many slices. Some splits are empty.')
+            raise ShapeError('Too many slices. Some splits are empty. (batch size %d over %d '
+                             'devices with workload %s)' % (batch_size, len(work_load_list),
+                                                           list(work_load_list)))
         slices.append(slice(begin, end))
     return slices
 
@@ -79,52 +82,6 @@ def _pool(n):
             if old is not None:
                 old.shutdown(wait=False)
         return _POOL['pool']
-
-
-_BLAS_LIMITED = {'threads': None}
-
-
-def _cpu_count():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _limit_blas_threads(n):
-    """Cap the threads of every loaded OpenBLAS (numpy's and numba's) at ``n``.
-
-    Several executors calling BLAS concurrently, each with its own pool of
-    BLAS threads, oversubscribe the cores (OpenBLAS threads spin while they
-    wait): on 2 cores a 2-context run became 10x slower. Uses threadpoolctl
-    when installed, else the libraries' ``*_set_num_threads`` through ctypes.
-    """
-    if _BLAS_LIMITED['threads'] is not None and _BLAS_LIMITED['threads'] <= n:
-        return
-    _BLAS_LIMITED['threads'] = n
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(limits=n, user_api='blas')
-        return
-    except ImportError:
-        pass
-    import ctypes
-    try:
-        with open('/proc/self/maps') as f:
-            paths = {line.split()[-1] for line in f if 'openblas' in line.lower()}
-    except OSError:  # not Linux: leave BLAS alone
-        return
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for sym in ('openblas_set_num_threads', 'scipy_openblas_set_num_threads',
-                    'scipy_openblas_set_num_threads64_', 'openblas_set_num_threads64_'):
-            fn = getattr(lib, sym, None)
-            if fn is not None:
-                fn(ctypes.c_int(n))
-                break
 
 
 def _host(x):
@@ -207,6 +164,19 @@ class DataParallelExecutorGroup:
         Arguments that hold state (no gradient, set by the user).
     group2ctxs : ignored
         Accepted for MXNet compatibility (model parallelism is not supported).
+
+    Notes
+    -----
+    **BLAS threads.** With two or more CPU contexts the executors run in
+    threads at once, and each BLAS call would start its own full pool of BLAS
+    threads. After the first multi-device pass the group therefore caps the
+    thread count of every loaded OpenBLAS **process-wide** (threadpoolctl, or
+    ``openblas_set_num_threads`` through ctypes) at ``max(1, cores //
+    devices)``. The cap stays for the rest of the process, also for the
+    user's own numpy/scipy code; it is never restored. The environment
+    variable ``FFNUMBA_BLAS_THREADS`` (read at that moment) chooses: unset,
+    the rule above; a positive integer, that cap; ``0``, leave BLAS alone.
+    A single context, or any GPU context, never touches BLAS.
     """
 
     def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,
@@ -417,7 +387,8 @@ class DataParallelExecutorGroup:
 
         The first multi-device call runs the devices one after another (it
         compiles the kernels and loads BLAS), then caps BLAS threads at
-        ``cores // devices`` for the concurrent calls that follow.
+        ``cores // devices`` (or ``FFNUMBA_BLAS_THREADS``) for the concurrent
+        calls that follow.
         """
         n = len(self.execs)
         if n == 1:
@@ -428,7 +399,9 @@ class DataParallelExecutorGroup:
                 fn(i)
             self._warm = True
             if all(c.device_type != 'gpu' for c in self.contexts):
-                _limit_blas_threads(max(1, _cpu_count() // n))
+                cap = _blas_thread_cap(n)
+                if cap is not None:
+                    _limit_blas_threads(cap)
             return
         pool = _pool(n - 1)
         futures = [pool.submit(fn, i) for i in range(1, n)]
@@ -559,8 +532,25 @@ class DataParallelExecutorGroup:
         return self.input_grad_arrays
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
-        """Update ``eval_metric`` once per device with its slice of the labels."""
+        """Update ``eval_metric`` once per device with its slice of the labels.
+
+        Raises
+        ------
+        ShapeError
+            When ``labels`` (not pre-sliced) holds a different number of arrays
+            than the bound labels, or an array whose batch axis is not the
+            batch size (slicing would silently drop or miss samples).
+        """
         from ..ndarray import NDArray
+        if not pre_sliced and self.label_layouts:
+            if len(labels) != len(self.label_layouts):
+                raise ShapeError('update_metric: %d label arrays for the %d bound labels %s'
+                                 % (len(labels), len(self.label_layouts), self.label_names))
+            for name, label, axis in zip(self.label_names, labels, self.label_layouts):
+                shape = tuple(np.shape(label)) if not hasattr(label, 'shape') else label.shape
+                if axis >= 0 and (len(shape) <= axis or shape[axis] != self.batch_size):
+                    raise ShapeError('update_metric: label %r has shape %s but the batch size '
+                                     'is %d' % (name, tuple(shape), self.batch_size))
         for i, exe in enumerate(self.execs):
             if pre_sliced:
                 labels_slice = labels[i]

@@ -16,59 +16,13 @@ import logging
 import warnings
 
 from ..base import FFError, ParamError
-from ..context import Context, cpu
+from ..context import cpu
+from ._checks import (_MissingParamError, _check_batch, _check_contexts, _check_input_names,
+                      _check_param_dicts, _copy_param, _parse_data_desc)
 from .base_module import BaseModule, _atomic_write
 from .executor_group import DataParallelExecutorGroup
 
 __all__ = ['Module']
-
-
-class _MissingParamError(FFError, RuntimeError):
-    """A parameter is neither given nor allowed to be missing."""
-
-
-def _check_input_names(symbol, names, typename, throw):
-    """Raise (or warn) when ``names`` are not arguments of ``symbol``."""
-    args = symbol.list_arguments()
-    for name in names:
-        if name in args:
-            continue
-        candidates = [a for a in args if not a.endswith(('_weight', '_bias', '_gamma', '_beta'))]
-        msg = ("You created Module with Module(..., %s_names=%s) but input with name '%s' is "
-               "not found in symbol.list_arguments(). Did you mean one of:\n\t%s"
-               % (typename, list(names), name, '\n\t'.join(candidates)))
-        if throw:
-            raise ParamError(msg)
-        warnings.warn(msg, stacklevel=3)
-
-
-def _as_desc(x):
-    from ..io import DataDesc
-    if isinstance(x, DataDesc):
-        return x
-    if isinstance(x, (tuple, list)) and len(x) == 2:
-        return DataDesc(x[0], tuple(x[1]))
-    raise ParamError('Module: a data/label description must be a DataDesc or a (name, shape) '
-                     'pair. Received: %r' % (x,))
-
-
-def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
-    """Turn shapes into DataDesc lists and check the names against the module's."""
-    data_shapes = [_as_desc(x) for x in data_shapes]
-    names = [d.name for d in data_shapes]
-    if sorted(names) != sorted(data_names):
-        raise ParamError("Data provided by data_shapes don't match names specified by "
-                         "data_names (%s vs. %s)" % (names, list(data_names)))
-    if label_shapes is not None:
-        label_shapes = [_as_desc(x) for x in label_shapes]
-        lnames = [d.name for d in label_shapes]
-        if sorted(lnames) != sorted(label_names):
-            warnings.warn("Data provided by label_shapes don't match names specified by "
-                          "label_names (%s vs. %s)" % (lnames, list(label_names)),
-                          stacklevel=3)
-        if not label_shapes:
-            label_shapes = None
-    return data_shapes, label_shapes
 
 
 def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_on_kvstore):
@@ -116,7 +70,11 @@ class Module(BaseModule):
         May be empty or None for a symbol without labels.
     logger : logging.Logger, default logging
     context : Context or list of Context, default cpu()
-        Several contexts split each batch (data parallelism).
+        Several contexts split each batch (data parallelism). With two or
+        more CPU contexts, training caps the BLAS thread count of the whole
+        process (never restored); ``FFNUMBA_BLAS_THREADS=0`` leaves BLAS
+        alone, ``FFNUMBA_BLAS_THREADS=N`` caps it at N (see
+        :class:`~ffnumba.module.executor_group.DataParallelExecutorGroup`).
     work_load_list : list of float, optional
         Relative share of each context (default equal).
     fixed_param_names : list of str, optional
@@ -137,11 +95,7 @@ class Module(BaseModule):
                  logger=logging, context=None, work_load_list=None, fixed_param_names=None,
                  state_names=None, group2ctxs=None, compression_params=None):
         super().__init__(logger=logger)
-        if context is None:
-            context = [cpu()]
-        elif isinstance(context, Context):
-            context = [context]
-        self._context = list(context)
+        self._context = _check_contexts('Module', [cpu()] if context is None else context)
         if work_load_list is None:
             work_load_list = [1] * len(self._context)
         if len(work_load_list) != len(self._context):
@@ -265,20 +219,33 @@ class Module(BaseModule):
         A name found in ``arg_params``/``aux_params`` is copied; any other is
         set by ``initializer(InitDesc(name, attrs), array)``.
 
+        Values may be NDArrays or numpy arrays; names the symbol does not
+        have are ignored (MXNet's rule).
+
         Raises
         ------
         RuntimeError
             (an FFError) ``"<name> is not presented"`` when a name is missing
             from the given dicts and ``allow_missing`` is False.
+        ParamError
+            When ``arg_params``/``aux_params`` is not a dict.
+        ShapeError
+            When a given value's shape differs from the parameter's.
         """
         if self.params_initialized and not force_init:
             warnings.warn('Parameters already initialized and force_init=False. '
                           'init_params call ignored.', stacklevel=2)
             return
         self._check_ready('init_params', params=False)
+        _check_param_dicts('init_params', arg_params, aux_params)
         from .. import initializer as init_mod
         if initializer is None and arg_params is None and aux_params is None:
             initializer = init_mod.Uniform(0.01)
+        elif isinstance(initializer, str):
+            initializer = init_mod.create(initializer)
+        elif initializer is not None and not callable(initializer):
+            raise ParamError('Module.init_params: `initializer` must be an Initializer. '
+                             'Received: initializer=%r' % (initializer,))
         attrs = self._symbol.attr_dict()
 
         def _impl(name, arr, cache):
@@ -286,7 +253,7 @@ class Module(BaseModule):
                 if name in cache:
                     src = cache[name]
                     if src is not arr:
-                        src.copyto(arr)
+                        _copy_param(name, src, arr)
                     return
                 if not allow_missing:
                     raise _MissingParamError('%s is not presented' % name)
@@ -301,21 +268,9 @@ class Module(BaseModule):
         self._params_dirty = False
         self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
 
-    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
-                   allow_extra=False):
-        """Assign parameters; with ``allow_missing`` copy only what is given."""
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn('Parameters already initialized and force_init=False. '
-                          'set_params call ignored.', stacklevel=2)
-            return
+    def _copy_given_params(self, arg_params, aux_params, allow_extra):
+        _check_param_dicts('set_params', arg_params, aux_params)
         self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
-        self._params_dirty = True
-        self.params_initialized = True
 
     def _sync_params_from_devices(self):
         self._exec_group.get_params(self._arg_params, self._aux_params)
@@ -417,7 +372,12 @@ class Module(BaseModule):
                 idx2name.update({i * ndev + k: n
                                  for i, n in enumerate(self._exec_group.param_names)})
         if isinstance(optimizer, str):
-            params = dict(optimizer_params)
+            try:
+                params = dict(optimizer_params)
+            except (TypeError, ValueError):
+                raise ParamError('Module.init_optimizer: `optimizer_params` must be a dict or '
+                                 '(name, value) pairs. Received: optimizer_params=%r'
+                                 % (optimizer_params,)) from None
             params.setdefault('rescale_grad', rescale_grad)
             optimizer = opt.create(optimizer, sym=self._symbol, param_idx2name=idx2name,
                                    **params)
@@ -476,8 +436,13 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
         else:
-            with open(fname, 'rb') as f:
-                self._updater.set_states(f.read())
+            try:
+                with open(fname, 'rb') as f:
+                    payload = f.read()
+            except OSError as e:
+                raise FFError('load_optimizer_states: cannot read %s: %s'
+                              % (fname, e.strerror or e)) from None
+            self._updater.set_states(payload)
 
     # ---------------------------------------------------------- compute
     def _maybe_reshape(self, data_batch):
@@ -528,22 +493,39 @@ class Module(BaseModule):
         self.reshape(dshape, lshape)
 
     def forward(self, data_batch, is_train=None):
-        """Forward pass; re-shapes automatically for a batch of a new shape."""
+        """Forward pass; re-shapes automatically for a batch of a new shape.
+
+        Raises
+        ------
+        ParamError
+            When ``data_batch`` is not a DataBatch (or a list of them) with
+            one array per data name.
+        """
         self._check_ready('forward')
+        _check_batch(data_batch, self._data_names)
         self._maybe_reshape(data_batch)
         self._exec_group.forward(data_batch, is_train)
 
     def forward_backward(self, data_batch):
         """Forward and backward, run together in each device's thread."""
         self._check_ready('forward_backward')
+        _check_batch(data_batch, self._data_names)
         self._maybe_reshape(data_batch)
         if not self.for_training:
             raise FFError('Module: bind with for_training=True to run backward')
         self._exec_group.forward_backward(data_batch)
 
     def backward(self, out_grads=None):
-        """Backward pass (head gradients ``out_grads`` for non-loss outputs)."""
+        """Backward pass (head gradients ``out_grads`` for non-loss outputs).
+
+        Raises
+        ------
+        FFError
+            When bound with ``for_training=False`` or before ``forward``.
+        """
         self._check_ready('backward')
+        if not self.for_training:
+            raise FFError('Module: bind with for_training=True to run backward')
         self._exec_group.backward(out_grads=out_grads)
 
     def update(self):
@@ -577,6 +559,21 @@ class Module(BaseModule):
         return self._exec_group.get_states(merge_multi_context=merge_multi_context)
 
     def set_states(self, states=None, value=None):
+        """Set the state arrays (``state_names``), from arrays or one scalar.
+
+        Parameters
+        ----------
+        states : list of list of NDArray, optional
+            One list per state name, one array per device, each of the
+            bound state shape.
+        value : float, optional
+            Fill every state with this value instead.
+
+        Raises
+        ------
+        FFError
+            Before ``bind``/``init_params``.
+        """
         self._check_ready('set_states')
         self._exec_group.set_states(states, value)
 

@@ -7,12 +7,16 @@ on a GPU it runs through the host for now (kernels never do).
 """
 import numpy as np
 
-from ..base import FFError, ShapeError
+from ..base import DTypeError, FFError, ShapeError
 from ..context import Context, current_context, check_device
 from ..dtype import np_dtype
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'concat',
            'concatenate', 'waitall', 'from_numpy']
+
+
+class NDArrayIndexError(FFError, IndexError):
+    """An index out of an NDArray's range (also an ``IndexError``, as numpy's)."""
 
 
 def _to_device(host, ctx):
@@ -112,6 +116,13 @@ class NDArray:
         return array(self.asnumpy().astype(dt), ctx=self._ctx, dtype=dt)
 
     def copy(self):
+        """A deep copy on the same context.
+
+        Returns
+        -------
+        NDArray
+            Same shape, dtype and context; its own memory.
+        """
         return self.copyto(self._ctx)
 
     def copyto(self, other):
@@ -137,6 +148,12 @@ class NDArray:
         return self if context == self._ctx else self.copyto(context)
 
     def as_nd_ndarray(self):
+        """This array itself (MXNet converts ``mx.np`` arrays; ffnumba has one kind).
+
+        Returns
+        -------
+        NDArray
+        """
         return self
 
     def wait_to_read(self):
@@ -175,9 +192,36 @@ class NDArray:
         return NDArray(data, self._ctx)
 
     def flatten(self):
+        """A view collapsing every axis but the first: ``(d0, d1, ...)`` -> ``(d0, d1*...)``.
+
+        Returns
+        -------
+        NDArray
+            Shape ``(shape[0], prod(shape[1:]))``; a 0-d array gives ``(1, 1)``.
+        """
         return self.reshape(self.shape[0], -1) if self.ndim else self.reshape(1, 1)
 
     def expand_dims(self, axis):
+        """Insert an axis of length 1 at ``axis`` (numpy's rule).
+
+        Parameters
+        ----------
+        axis : int
+            Position of the new axis, in ``[-ndim-1, ndim]``.
+
+        Returns
+        -------
+        NDArray
+            Shape with a 1 inserted at ``axis``.
+
+        Raises
+        ------
+        ShapeError
+            When ``axis`` is out of range.
+        """
+        if not -self.ndim - 1 <= axis <= self.ndim:
+            raise ShapeError('expand_dims: `axis` must be in [%d, %d] for shape %s. '
+                             'Received: axis=%r' % (-self.ndim - 1, self.ndim, self.shape, axis))
         return NDArray(np.expand_dims(self._data, axis), self._ctx) if not self._gpu() else \
             self.reshape(np.expand_dims(np.empty(self.shape, np.int8), axis).shape)
 
@@ -194,9 +238,13 @@ class NDArray:
     def __getitem__(self, key):
         if isinstance(key, NDArray):
             key = key.asnumpy().astype(np.int64)
+        try:
+            out = self.asnumpy()[key] if self._gpu() else self._data[key]
+        except IndexError as e:
+            raise NDArrayIndexError('NDArray of shape %s: index %r is out of range (%s)'
+                                    % (self.shape, key, e)) from None
         if self._gpu():
-            return array(self.asnumpy()[key], ctx=self._ctx)
-        out = self._data[key]
+            return array(out, ctx=self._ctx, dtype=self._data.dtype)
         if np.isscalar(out) or (isinstance(out, np.ndarray) and out.ndim == 0):
             out = np.asarray(out).reshape(1)
         if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
@@ -206,12 +254,19 @@ class NDArray:
     def __setitem__(self, key, value):
         if isinstance(value, NDArray):
             value = value.asnumpy()
-        if self._gpu():
-            host = self.asnumpy()
-            host[key] = value
-            self._set(host)
-        else:
-            self._data[key] = value
+        try:
+            if self._gpu():
+                host = self.asnumpy()
+                host[key] = value
+                self._set(host)
+            else:
+                self._data[key] = value
+        except IndexError as e:
+            raise NDArrayIndexError('NDArray of shape %s: index %r is out of range (%s)'
+                                    % (self.shape, key, e)) from None
+        except ValueError as e:
+            raise ShapeError('NDArray of shape %s: cannot assign a value of shape %s to [%r] '
+                             '(%s)' % (self.shape, np.shape(value), key, e)) from None
 
     # ------------------------------------------------------------ arithmetic
     def _binary(self, other, fn, reverse=False):
@@ -274,34 +329,94 @@ class NDArray:
                                           self._ctx)
 
     # ------------------------------------------------------------ reductions
+    def _reduce(self, fn, axis, keepdims, what):
+        """``fn`` over ``axis`` on the host, kept in this dtype, at least 1-D."""
+        if axis is not None:
+            for a in (axis if isinstance(axis, (tuple, list)) else (axis,)):
+                if not -self.ndim <= a < self.ndim:
+                    raise ShapeError('%s: `axis` must be in [%d, %d) for shape %s. '
+                                     'Received: axis=%r'
+                                     % (what, -self.ndim, self.ndim, self.shape, axis))
+            if isinstance(axis, list):
+                axis = tuple(axis)
+        kw = {} if keepdims is None else {'keepdims': keepdims}
+        r = np.asarray(fn(self.asnumpy(), axis=axis, **kw))
+        return array(r.reshape(1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
+
     def sum(self, axis=None, keepdims=False):
-        return array(np.asarray(self.asnumpy().sum(axis=axis, keepdims=keepdims)).reshape(
-            -1 if axis is None and not keepdims else
-            np.asarray(self.asnumpy().sum(axis=axis, keepdims=keepdims)).shape), ctx=self._ctx)
+        """Sum over ``axis`` (all axes by default), in this array's dtype.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+        keepdims : bool, default False
+            Keep reduced axes with length 1.
+
+        Returns
+        -------
+        NDArray
+            The reduced shape; ``(1,)`` for a full reduction (MXNet has no
+            0-d arrays).
+
+        Raises
+        ------
+        ShapeError
+            For an axis out of range.
+        """
+        return self._reduce(np.sum, axis, keepdims, 'sum')
 
     def mean(self, axis=None, keepdims=False):
-        r = np.asarray(self.asnumpy().mean(axis=axis, keepdims=keepdims))
-        return array(r.reshape(-1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
+        """Mean over ``axis``; shapes and errors as :meth:`sum`."""
+        return self._reduce(np.mean, axis, keepdims, 'mean')
 
     def max(self, axis=None, keepdims=False):
-        r = np.asarray(self.asnumpy().max(axis=axis, keepdims=keepdims))
-        return array(r.reshape(-1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
+        """Maximum over ``axis``; shapes and errors as :meth:`sum`."""
+        return self._reduce(np.max, axis, keepdims, 'max')
 
     def min(self, axis=None, keepdims=False):
-        r = np.asarray(self.asnumpy().min(axis=axis, keepdims=keepdims))
-        return array(r.reshape(-1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
+        """Minimum over ``axis``; shapes and errors as :meth:`sum`."""
+        return self._reduce(np.min, axis, keepdims, 'min')
 
     def argmax(self, axis=None):
-        return array(np.argmax(self.asnumpy(), axis=axis), ctx=self._ctx)
+        """Index of the maximum along ``axis`` (of the flattened array by default).
+
+        Parameters
+        ----------
+        axis : int, optional
+
+        Returns
+        -------
+        NDArray
+            Indices in this array's dtype (as MXNet), shape without ``axis``;
+            ``(1,)`` when ``axis`` is None.
+
+        Raises
+        ------
+        ShapeError
+            For an axis out of range.
+        """
+        if axis is not None and not isinstance(axis, (int, np.integer)):
+            raise ShapeError('argmax: `axis` must be an int or None. Received: axis=%r'
+                             % (axis,))
+        return self._reduce(np.argmax, axis, None, 'argmax')
 
     def norm(self):
+        """The L2 norm of all elements, ``sqrt(sum(x**2))``, accumulated in float64.
+
+        Returns
+        -------
+        NDArray
+            Shape ``(1,)``, this array's dtype.
+        """
         return array(np.sqrt((self.asnumpy().astype(np.float64) ** 2).sum()).reshape(1),
                      ctx=self._ctx, dtype=self._data.dtype)
 
     def zeros_like(self):
+        """A new array of zeros with this shape, dtype and context."""
         return zeros(self.shape, self._ctx, self._data.dtype)
 
     def ones_like(self):
+        """A new array of ones with this shape, dtype and context."""
         return ones(self.shape, self._ctx, self._data.dtype)
 
 
@@ -334,9 +449,17 @@ def array(source_array, ctx=None, dtype=None):
         host = source_array.asnumpy()
         dt = np_dtype(dtype) if dtype is not None else host.dtype
     else:
-        host = np.asarray(source_array)
+        try:
+            host = np.asarray(source_array)
+        except ValueError as e:  # ragged nested lists
+            raise ShapeError('array: the source is not a regular (rectangular) array: %s'
+                             % e) from None
         dt = np_dtype(dtype) if dtype is not None else np.dtype('float32')
-    host = np.array(host, dtype=dt, order='C', copy=True)
+    try:
+        host = np.array(host, dtype=dt, order='C', copy=True)
+    except (TypeError, ValueError) as e:
+        raise DTypeError('array: cannot convert a source of dtype %s to %s: %s'
+                         % (host.dtype, dt, e)) from None
     if ctx.device_type == 'gpu':
         return NDArray(_to_device(host, ctx), ctx)
     return NDArray(host, ctx)

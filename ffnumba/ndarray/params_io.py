@@ -144,17 +144,30 @@ def dumps(data):
     return b''.join(_chunks(data))
 
 
+class WriteError(FFError, OSError):
+    """A file that cannot be written (also an ``OSError``)."""
+
+
 def atomic_write(fname, chunks):
     """Write byte chunks to ``fname`` through a temporary file and a rename.
 
     The temporary file sits in the same folder, is flushed and fsync'ed, then
     ``os.replace``'d over ``fname``: a crash never leaves a half-written file
     under the real name.
+
+    Raises
+    ------
+    WriteError
+        (an FFError and OSError) when the folder does not exist or the file
+        cannot be written.
     """
     fname = os.fspath(fname)
     folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.%s.' % os.path.basename(fname),
-                               suffix='.tmp')
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.%s.' % os.path.basename(fname),
+                                   suffix='.tmp')
+    except OSError as e:
+        raise WriteError('cannot write %s: %s' % (fname, e.strerror or e)) from None
     try:
         with os.fdopen(fd, 'wb') as f:
             for c in chunks:
@@ -163,11 +176,13 @@ def atomic_write(fname, chunks):
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, fname)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise WriteError('cannot write %s: %s' % (fname, e.strerror or e)) from None
         raise
     try:  # make the rename itself durable (POSIX); best effort elsewhere
         dfd = os.open(folder, os.O_RDONLY)

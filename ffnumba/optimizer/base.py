@@ -55,6 +55,13 @@ def _real(opt, field, value):
     return float(value)
 
 
+def _mult_dict(opt, field, value):
+    """``value`` checked as a dict of index or name -> real multiplier."""
+    if not isinstance(value, dict):
+        raise _bad(opt, field, 'a dict of index or name -> float', value)
+    return {k: _real(opt, '%s[%r]' % (field, k), v) for k, v in value.items()}
+
+
 def check_unit(opt, field, value):
     """``value`` as a float in ``[0, 1)`` (momentum, betas, decay rates)."""
     v = _real(opt, field, value)
@@ -115,6 +122,9 @@ class Optimizer:
                  multi_precision=False, param_dict=None):
         name = type(self).__name__
         self.rescale_grad = _real(name, 'rescale_grad', rescale_grad)
+        if lr_scheduler is not None and not (callable(lr_scheduler)
+                                             and hasattr(lr_scheduler, 'base_lr')):
+            raise _bad(name, 'lr_scheduler', 'an LRScheduler (or None)', lr_scheduler)
         self.lr_scheduler = lr_scheduler
         if learning_rate is not None:
             check_nonneg(name, 'learning_rate', learning_rate)
@@ -186,7 +196,7 @@ class Optimizer:
             for n in arg_names:
                 if n in attr and '__lr_mult__' in attr[n]:
                     self.lr_mult[n] = float(attr[n]['__lr_mult__'])
-        self.lr_mult.update(args_lr_mult)
+        self.lr_mult.update(_mult_dict(type(self).__name__, 'args_lr_mult', args_lr_mult))
 
     def set_wd_mult(self, args_wd_mult):
         """Per-parameter decay multipliers.
@@ -203,7 +213,7 @@ class Optimizer:
             for n in arg_names:
                 if n in attr and '__wd_mult__' in attr[n]:
                     self.wd_mult[n] = float(attr[n]['__wd_mult__'])
-        self.wd_mult.update(args_wd_mult)
+        self.wd_mult.update(_mult_dict(type(self).__name__, 'args_wd_mult', args_wd_mult))
 
     def _set_current_context(self, device_id):
         """Switch the update counters to those of device ``device_id``."""
@@ -311,7 +321,36 @@ def _zeros(weight, dtype=None):
 
 
 register = get_register_func(Optimizer, 'optimizer')
-create = get_create_func(Optimizer, 'optimizer')
+_create = get_create_func(Optimizer, 'optimizer')
+
+
+def create(*args, **kwargs):
+    """Create an optimizer by name (any case), JSON spec or instance.
+
+    Parameters
+    ----------
+    name : str or Optimizer
+        A registered name such as ``'sgd'``; an instance is returned as is.
+    **kwargs
+        Hyper-parameters of that optimizer.
+
+    Returns
+    -------
+    Optimizer
+
+    Raises
+    ------
+    ParamError
+        For an unknown name, a hyper-parameter the optimizer does not take,
+        or a bad value.
+    """
+    try:
+        return _create(*args, **kwargs)
+    except TypeError as e:
+        if 'unexpected keyword argument' not in str(e):
+            raise
+        name = args[0] if args else kwargs.get('optimizer')
+        raise ParamError('optimizer %r: %s' % (name, str(e).split('() ', 1)[-1])) from None
 
 
 def get_registry_names():

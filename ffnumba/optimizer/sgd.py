@@ -118,6 +118,15 @@ class _Momentum(Optimizer):
         self._update_count(index)
         return (as_nd(weight), as_nd(grad), self._get_lr(index), self._get_wd(index))
 
+    def _run(self, index, weight, grad, state, plain, with_state, extra=()):
+        """One update: ``plain`` without a state, else ``with_state`` (hp + momentum + extra)."""
+        weight, grad, lr, wd = self._begin(index, weight, grad)
+        hp = (lr, wd, self.rescale_grad, self._clip())
+        if state is None:
+            plain(weight, grad, (), hp)
+        else:
+            with_state(weight, grad, (state,), hp + (self.momentum,) + extra)
+
 
 @register
 class SGD(_Momentum):
@@ -152,12 +161,8 @@ class SGD(_Momentum):
         self.lazy_update = lazy_update
 
     def update(self, index, weight, grad, state):
-        weight, grad, lr, wd = self._begin(index, weight, grad)
-        hp = (lr, wd, self.rescale_grad, self._clip())
-        if state is None:
-            _SGD(weight, grad, (), hp)
-        else:
-            _SGD_MOM(weight, grad, (state,), hp + (self.momentum,))
+        """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""
+        self._run(index, weight, grad, state, _SGD, _SGD_MOM)
 
 
 @register
@@ -187,12 +192,8 @@ class NAG(_Momentum):
         self.momentum = check_unit('NAG', 'momentum', momentum)
 
     def update(self, index, weight, grad, state):
-        weight, grad, lr, wd = self._begin(index, weight, grad)
-        hp = (lr, wd, self.rescale_grad, self._clip())
-        if state is None:
-            _SGD(weight, grad, (), hp)
-        else:
-            _NAG_MOM(weight, grad, (state,), hp + (self.momentum,))
+        """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""
+        self._run(index, weight, grad, state, _SGD, _NAG_MOM)
 
 
 @register
@@ -218,12 +219,8 @@ class Signum(_Momentum):
         self.wd_lh = float(wd_lh)
 
     def update(self, index, weight, grad, state):
-        weight, grad, lr, wd = self._begin(index, weight, grad)
-        hp = (lr, wd, self.rescale_grad, self._clip())
-        if state is None:
-            _SIGNSGD(weight, grad, (), hp)
-        else:
-            _SIGNUM(weight, grad, (state,), hp + (self.momentum, self.wd_lh))
+        """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""
+        self._run(index, weight, grad, state, _SIGNSGD, _SIGNUM, (self.wd_lh,))
 
 
 @register

@@ -125,6 +125,42 @@ def _run(view, values, call, merge_err):
             return values
 
 
+def as_shape(name, value):
+    """``value`` as a tuple of non-negative ints (0 marks an unknown dimension).
+
+    Raises
+    ------
+    ShapeError
+        For a value that is not a sequence of ints, or a negative dimension.
+    """
+    if isinstance(value, (int, np.integer)) or not hasattr(value, '__len__') \
+            or isinstance(value, (str, bytes)):
+        raise ShapeError('The shape of %s must be a tuple of ints. Received: %r'
+                         % (name, value))
+    dims = []
+    for d in value:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+            raise ShapeError('The shape of %s must be a tuple of ints. Received: %r'
+                             % (name, value))
+        if d < 0:
+            raise ShapeError('The shape of %s must have dimensions >= 0. Received: %r'
+                             % (name, tuple(value)))
+        dims.append(int(d))
+    return tuple(dims)
+
+
+def _seed(view, known, convert, hint):
+    """Entry values: variables from ``known`` (``convert(name, value)``) or ``hint(node)``."""
+    values = [None] * view.num_entries
+    for nid in view.arg_nodes + view.aux_nodes:
+        node = view.nodes[nid]
+        if node.name in known and known[node.name] is not None:
+            values[view.entry_ptr[nid]] = convert(node.name, known[node.name])
+        elif hint is not None:
+            values[view.entry_ptr[nid]] = hint(node)
+    return values
+
+
 def infer_shapes(view, known, use_hints=True):
     """Entry shapes of ``view`` given ``known``: {variable name: shape}.
 
@@ -138,14 +174,7 @@ def infer_shapes(view, known, use_hints=True):
     ShapeError
         ``Error in operator <node>: ...`` on a conflict.
     """
-    values = [None] * view.num_entries
-    for nid in view.arg_nodes + view.aux_nodes:
-        node = view.nodes[nid]
-        e = view.entry_ptr[nid]
-        if node.name in known and known[node.name] is not None:
-            values[e] = tuple(int(d) for d in known[node.name])
-        elif use_hints:
-            values[e] = shape_hint(node)
+    values = _seed(view, known, as_shape, shape_hint if use_hints else None)
 
     def call(node, ins, aux, outs):
         fn = node.op.infer_shape
@@ -175,14 +204,7 @@ def infer_types(view, known, use_hints=True):
     DTypeError
         ``Error in operator <node>: ...`` on a conflict.
     """
-    values = [None] * view.num_entries
-    for nid in view.arg_nodes + view.aux_nodes:
-        node = view.nodes[nid]
-        e = view.entry_ptr[nid]
-        if node.name in known and known[node.name] is not None:
-            values[e] = np.dtype(known[node.name])
-        elif use_hints:
-            values[e] = dtype_hint(node)
+    values = _seed(view, known, lambda _, v: np.dtype(v), dtype_hint if use_hints else None)
 
     def call(node, ins, aux, outs):
         fn = node.op.infer_type

@@ -190,3 +190,15 @@ def test_bad_inputs():
     list(it)
     with pytest.raises(ParamError, match='reset'):
         it.getdata()
+
+
+def test_bad_names_and_empty_data_are_named():
+    X = np.zeros((4, 2))
+    with pytest.raises(ParamError, match='names must be str'):
+        NDArrayIter({1: X}, batch_size=2)
+    with pytest.raises(ParamError, match=r"distinct.*\['data'\]"):
+        NDArrayIter({'data': X}, {'data': X[:, 0]}, batch_size=2)
+    with pytest.raises(ShapeError, match='no samples'):
+        NDArrayIter(np.zeros((0, 3)), batch_size=2)
+    with pytest.raises(ShapeError, match='batch axis'):
+        NDArrayIter(np.zeros(4), batch_size=2, layout='CN')

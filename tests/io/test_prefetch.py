@@ -67,3 +67,8 @@ def test_prefetching_mismatch_and_errors():
     with pytest.raises(FFError, match='disk on fire'):
         next(it)
     it.close()
+
+
+def test_prefetch_rejects_non_iterators():
+    with pytest.raises(ParamError, match='must be DataIters'):
+        PrefetchingIter(5)

@@ -170,8 +170,51 @@ def test_reductions():
     np.testing.assert_allclose(a.norm().asnumpy(), [np.sqrt(30)], rtol=1e-6)
 
 
+def test_reductions_keep_dtype_and_are_never_0d_as_mxnet():
+    # MXNet 1.9.1: int32 sum/argmax stay int32; full reductions have shape (1,)
+    a = nd.array(np.arange(6).reshape(2, 3), dtype='int32')
+    assert a.sum().dtype is np.int32 and a.sum().shape == (1,)
+    assert a.sum(keepdims=True).shape == (1, 1)
+    assert a.argmax().shape == (1,) and a.argmax().dtype is np.int32
+    assert a.argmax().asnumpy()[0] == 5
+    np.testing.assert_array_equal(a.argmax(axis=1).asnumpy(), [2, 2])
+    np.testing.assert_array_equal(a.min(axis=[0, 1]).asnumpy(), [0])
+    assert a.max(axis=1, keepdims=True).shape == (2, 1)
+    assert a.expand_dims(0).shape == (1, 2, 3) and a.expand_dims(-1).shape == (2, 3, 1)
+    assert a.flatten().shape == (2, 3)
+    assert a.zeros_like().dtype is np.int32 and a.ones_like().asnumpy().sum() == 6
+
+
+@pytest.mark.parametrize('call', [lambda a: a.sum(axis=2), lambda a: a.mean(axis=(0, -3)),
+                                  lambda a: a.argmax(axis=5), lambda a: a.argmax(axis=(0, 1)),
+                                  lambda a: a.expand_dims(4)])
+def test_bad_axis_is_shape_error(call):
+    with pytest.raises(ShapeError, match='axis'):
+        call(nd.zeros((2, 3)))
+
+
 def test_gpu_context_without_device_is_clear_fferror():
     if ff.num_gpus():
         return  # a real GPU is present: the error path is not reachable
     with pytest.raises(FFError, match='no such CUDA device'):
         nd.zeros((2,), ctx=ff.gpu(0))
+
+
+def test_indexing_assignment_and_conversion_errors_are_fferrors():
+    a = nd.zeros((2, 3))
+    with pytest.raises(IndexError):  # an NDArrayIndexError: FFError and IndexError
+        a[5]
+    with pytest.raises(FFError, match=r'shape \(2, 3\).*out of range'):
+        a[5] = 1
+    with pytest.raises(ShapeError, match=r'shape \(3, 3\)'):
+        a[:] = np.zeros((3, 3))
+    with pytest.raises(ShapeError, match='rectangular'):
+        nd.array([[1, 2], [3]])
+    with pytest.raises(DTypeError, match='cannot convert'):
+        nd.array(['a', 'b'])
+    assert [r.shape for r in a] == [(3,), (3,)]  # iteration still ends cleanly
+
+
+def test_save_to_missing_folder_is_fferror(tmp_path):
+    with pytest.raises(FFError, match='cannot write'):
+        nd.save(str(tmp_path / 'nope' / 'x.params'), {'a': nd.zeros(2)})

@@ -155,3 +155,17 @@ def test_register_custom_optimizer():
     finally:
         from ffnumba.registry import _REGISTRIES
         _REGISTRIES[opt.Optimizer].pop('mytestopt')
+
+
+def test_bad_hyper_parameter_names_and_types_are_param_errors():
+    with pytest.raises(ff.base.ParamError, match="'sgd'.*unexpected keyword argument 'foo'"):
+        opt.create('sgd', foo=1)
+    with pytest.raises(ff.base.ParamError, match='lr_scheduler'):
+        opt.create('sgd', lr_scheduler=5)
+    o = opt.create('sgd')
+    with pytest.raises(ff.base.ParamError, match='args_lr_mult'):
+        o.set_lr_mult('x')
+    with pytest.raises(ff.base.ParamError, match='args_wd_mult'):
+        o.set_wd_mult({'w': 'big'})
+    o.set_lr_mult({'w': 2})
+    assert o.lr_mult == {'w': 2.0}
