@@ -4,6 +4,7 @@ initializers and learning-rate schedulers (MXNet ``mx.registry``).
 Names are case-insensitive, as in MXNet: ``@register`` stores the lower-cased
 class name (and any aliases) and ``create('Adam')`` finds it.
 """
+import inspect
 import json
 
 from .base import ParamError
@@ -56,7 +57,8 @@ def get_create_func(base_class, nickname):
     Raises
     ------
     ParamError
-        For an unknown name, listing the valid ones.
+        For an unknown name (listing the valid ones) or arguments the class
+        does not take.
     """
     reg = _REGISTRIES.setdefault(base_class, {})
 
@@ -86,6 +88,14 @@ def get_create_func(base_class, nickname):
         if key not in reg:
             raise ParamError('Cannot find %s %r. Valid names: %s'
                              % (nickname, name, ', '.join(sorted(reg))))
-        return reg[key](*args, **kwargs)
+        klass = reg[key]
+        try:
+            inspect.signature(klass).bind(*args, **kwargs)
+        except TypeError as e:
+            raise ParamError('%s %r: %s. Signature: %s%s'
+                             % (nickname, name, e, klass.__name__, inspect.signature(klass))) from None
+        except ValueError:  # no introspectable signature: let the call decide
+            pass
+        return klass(*args, **kwargs)
     create.__doc__ = 'Create a %s by name, JSON spec or instance.' % nickname
     return create

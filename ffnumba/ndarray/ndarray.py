@@ -476,10 +476,22 @@ def empty(shape, ctx=None, dtype='float32'):
     return zeros(shape, ctx, dtype)
 
 
+
+def _host_alloc(fn, shape, dtype, *fill):
+    """``fn(shape, *fill, dtype=dtype)``, with running out of memory as an FFError."""
+    try:
+        return fn(shape, *fill, dtype=dtype)
+    except MemoryError:
+        nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        raise FFError('cannot allocate an array of shape %s and dtype %s (%.3g GB): out of '
+                      'memory. Check the shapes (a huge pad, scale or batch size?)'
+                      % (tuple(shape), dtype, nbytes / 1e9)) from None
+
+
 def zeros(shape, ctx=None, dtype='float32', stype=None, **kwargs):
     """An NDArray of zeros. ``shape``: int or tuple; ``dtype`` default float32."""
     ctx = ctx or current_context()
-    host = np.zeros(_shape(shape), dtype=np_dtype(dtype))
+    host = _host_alloc(np.zeros, _shape(shape), np_dtype(dtype))
     if ctx.device_type == 'gpu':
         return NDArray(_to_device(host, ctx), ctx)
     return NDArray(host, ctx)
@@ -493,7 +505,7 @@ def ones(shape, ctx=None, dtype='float32', **kwargs):
 def full(shape, val, ctx=None, dtype='float32', out=None):
     """An NDArray filled with ``val``."""
     ctx = ctx or current_context()
-    host = np.full(_shape(shape), val, dtype=np_dtype(dtype))
+    host = _host_alloc(np.full, _shape(shape), np_dtype(dtype), val)
     if out is not None:
         out[:] = host
         return out

@@ -218,3 +218,12 @@ def test_indexing_assignment_and_conversion_errors_are_fferrors():
 def test_save_to_missing_folder_is_fferror(tmp_path):
     with pytest.raises(FFError, match='cannot write'):
         nd.save(str(tmp_path / 'nope' / 'x.params'), {'a': nd.zeros(2)})
+
+
+def test_allocation_failure_is_an_fferror_naming_the_shape():
+    with pytest.raises(ff.base.FFError, match=r'shape \(1000000000000, 1000\)'):
+        ff.nd.zeros((10 ** 12, 1000))
+    data = ff.sym.var('data')
+    net = ff.sym.Pooling(data, kernel=(2, 2), pad=(10 ** 6, 10 ** 6), pool_type='max')
+    with pytest.raises(ff.base.FFError, match='out of memory'):
+        net.simple_bind(ff.cpu(), data=(2, 3, 4, 4))
