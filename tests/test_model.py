@@ -152,3 +152,28 @@ def test_create_kvstore_rules(monkeypatch):
     assert _create_kvstore('local', 2, small)[1] is False
     with pytest.raises(FFError):
         _create_kvstore(3, 2, small)
+
+
+def test_mnist_mlp_two_contexts_equal_one_after_an_epoch():
+    """Issue 2's network and settings: [cpu(0), cpu(1)] == cpu(0) within 1e-5 after an epoch."""
+    X, y, _, _ = ff.datasets.load_mnist()
+    X, y = X[:1000], y[:1000]
+
+    def mlp():
+        net = ff.sym.Flatten(ff.sym.Variable('data'))
+        net = ff.sym.FullyConnected(net, num_hidden=128, name='fc1')
+        net = ff.sym.Activation(net, act_type='relu', name='relu1')
+        net = ff.sym.FullyConnected(net, num_hidden=10, name='fc2')
+        return ff.sym.SoftmaxOutput(net, name='softmax')
+
+    params = []
+    for ctx in ([ff.cpu(0)], [ff.cpu(0), ff.cpu(1)]):
+        ff.random.seed(11)
+        model = ff.FeedForward(mlp(), ctx=ctx, num_epoch=1, optimizer='sgd', learning_rate=0.1,
+                               momentum=0.9, initializer=ff.init.Xavier(), numpy_batch_size=100)
+        model.fit(X, y)
+        params.append(model.arg_params)
+    for k, v in params[0].items():
+        np.testing.assert_allclose(params[1][k].asnumpy(), v.asnumpy(), rtol=1e-5, atol=1e-5,
+                                   err_msg=k)
+        assert not np.allclose(v.asnumpy(), 0)
