@@ -33,9 +33,7 @@ give ``(2, 4, 3)``. Shapes that do not fit raise ``ShapeError`` naming both.
 
 Source: MXNet 1.x ``broadcast_*`` operator documentation; numpy broadcasting.
 """
-import math
 
-from numba import njit
 
 from ...base import ShapeError
 from ..registry import OpDef, register_op
@@ -72,121 +70,12 @@ def _infer_shape(p, in_shapes, aux_shapes):
 
 
 #: Scalar bodies divide by zero the IEEE way (inf/nan), never raise.
-_scalar = njit(error_model='numpy')
-
-
-@_scalar
-def _one(x, y):
-    return 1.0
-
-
-@_scalar
-def _minus_one(x, y):
-    return -1.0
-
-
-@_scalar
-def _zero(x, y):
-    return 0.0
-
-
-@_scalar
-def _add(x, y):
-    return x + y
-
-
-@_scalar
-def _sub(x, y):
-    return x - y
-
-
-@_scalar
-def _mul(x, y):
-    return x * y
-
-
-@_scalar
-def _mul_da(x, y):
-    return y
-
-
-@_scalar
-def _mul_db(x, y):
-    return x
-
-
-@_scalar
-def _div(x, y):
-    return x / y
-
-
-@_scalar
-def _div_da(x, y):
-    return 1.0 / y
-
-
-@_scalar
-def _div_db(x, y):
-    return -x / (y * y)
-
-
-@_scalar
-def _pow(x, y):
-    return x ** y
-
-
-@_scalar
-def _pow_da(x, y):
-    return y * x ** (y - 1.0)
-
-
-@_scalar
-def _pow_db(x, y):
-    if x > 0:
-        return x ** y * math.log(x)
-    if x == 0:
-        return x ** y * -math.inf
-    return math.nan
-
-
-@_scalar
-def _max(x, y):
-    return x if x >= y else y
-
-
-@_scalar
-def _ge(x, y):
-    return 1.0 if x >= y else 0.0
-
-
-@_scalar
-def _lt(x, y):
-    return 1.0 if x < y else 0.0
-
-
-@_scalar
-def _min(x, y):
-    return x if x <= y else y
-
-
-@_scalar
-def _le(x, y):
-    return 1.0 if x <= y else 0.0
-
-
-@_scalar
-def _gt(x, y):
-    return 1.0 if x > y else 0.0
-
-
-@_scalar
-def _eq(x, y):
-    return 1.0 if x == y else 0.0
-
-
-@_scalar
-def _ne(x, y):
-    return 1.0 if x != y else 0.0
+# The scalar bodies are the elementwise ops' own (one body per formula, STYLE E2):
+# d(x*y)/dx is y (``_rhs``), d(x*y)/dy is x (``_lhs``); maximum sends a tie to the lhs.
+from .elemwise import (_one2 as _one, _neg_one2 as _minus_one, _zero2 as _zero, _add, _sub,  # noqa: E402
+                       _mul, _rhs as _mul_da, _lhs as _mul_db, _div, _div_dl as _div_da,
+                       _div_dr as _div_db, _pow, _pow_dl as _pow_da, _pow_dr as _pow_db, _max,
+                       _min, _eq, _ne, _gt, _ge, _lt, _le)
 
 
 #: name -> (f, d/dlhs, d/drhs, aliases, one-line summary).

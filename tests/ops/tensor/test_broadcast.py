@@ -194,7 +194,7 @@ def test_template_bodies_get_reproducible_cache_identities():
     from numba import njit
     from ffnumba.ops.templates import stable_cache_key
     from ffnumba.ops.tensor import broadcast
-    assert broadcast._add.__dict__['_MemoMixin__uuid'] == 'ffnumba:ffnumba.ops.tensor.broadcast._add'
+    assert broadcast._add.__dict__['_MemoMixin__uuid'] == 'ffnumba:ffnumba.ops.tensor.elemwise._add'
 
     def make():
         @njit
