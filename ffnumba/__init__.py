@@ -38,5 +38,6 @@ from . import module
 from . import module as mod
 from . import datasets
 from . import testing
+from . import testing as test_utils
 from . import layers
 from . import viz

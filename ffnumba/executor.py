@@ -125,8 +125,9 @@ class Executor:
         reqs = _norm_req(grad_req, arg_names)
         self._grad_req = {n: (reqs[n] if g is not None else 'null')
                           for n, g in zip(arg_names, grads)}
-        self.grad_arrays = [g if self._grad_req[n] != 'null' else None
-                            for n, g in zip(arg_names, grads)]
+        # MXNet keeps the caller's gradient arrays even where grad_req is 'null'
+        # (they are never written); only the requests decide what is computed.
+        self.grad_arrays = grads
         for n, a in list(zip(arg_names, self.arg_arrays)) + list(zip(aux_names, self.aux_arrays)) \
                 + [(n, g) for n, g in zip(arg_names, self.grad_arrays) if g is not None]:
             if _is_gpu(a.context) != _is_gpu(ctx) or (_is_gpu(ctx) and a.context != ctx):
@@ -135,7 +136,7 @@ class Executor:
             if not _is_gpu(ctx) and not a._data.flags.c_contiguous:
                 raise FFError('bind: array %r is not C-contiguous' % n)
         for n, a, g in zip(arg_names, self.arg_arrays, self.grad_arrays):
-            if g is not None and g.shape != a.shape:
+            if self._grad_req[n] != 'null' and g.shape != a.shape:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
         self._setup()
@@ -162,7 +163,7 @@ class Executor:
             nd_of[view.entry_ptr[nid]] = a
         for nid, a in zip(view.aux_nodes, self.aux_arrays):
             nd_of[view.entry_ptr[nid]] = a
-        if any(g is not None for g in self.grad_arrays):
+        if any(r != 'null' for r in self._grad_req.values()):
             for nid, node in enumerate(view.nodes):
                 if node.op is None:
                     continue
@@ -181,7 +182,7 @@ class Executor:
         self._var_req = {}
         for nid, name, g in zip(view.arg_nodes, self._arg_names, self.grad_arrays):
             e = view.entry_ptr[nid]
-            if g is not None:
+            if self._grad_req[name] != 'null':
                 need[e] = True
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
@@ -401,7 +402,7 @@ class Executor:
 
     @property
     def grad_dict(self):
-        """Gradient arrays by argument name (``None`` where grad_req is 'null')."""
+        """Gradient arrays by argument name (``None`` where none was given or allocated)."""
         return dict(zip(self._arg_names, self.grad_arrays))
 
     @property

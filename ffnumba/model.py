@@ -80,7 +80,9 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
         _atomic_write('%s-symbol.json' % prefix, symbol.tojson().encode('utf-8'))
     data = {'arg:%s' % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
     data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in (aux_params or {}).items()})
-    _save_nd('%s-%04d.params' % (prefix, epoch), data)
+    param_name = '%s-%04d.params' % (prefix, epoch)
+    _save_nd(param_name, data)
+    logging.info('Saved checkpoint to "%s"', param_name)
 
 
 def load_params(prefix, epoch):
@@ -346,6 +348,7 @@ class FeedForward:
         mod.init_optimizer(kvstore=kvstore, optimizer=self.optimizer,
                            optimizer_params=self.kwargs)
         self._train_mod = mod
+        logger.info('Start training with %s', str(self.ctx))
         mod._fit_epochs(data, eval_iter, eval_metric, eval_metric, epoch_end_callback,
                         batch_end_callback, eval_end_callback, eval_batch_end_callback,
                         self.begin_epoch, self.num_epoch, monitor, epoch_size=self.epoch_size,

@@ -100,7 +100,8 @@ def test_grad_req_write_add_null():
     exe.backward(nd.ones((2,)))
     np.testing.assert_allclose(gx.asnumpy(), [7., 9.])          # 1 + 2 * w
     np.testing.assert_allclose(gw.asnumpy(), [1., 1.])          # untouched
-    assert exe.grad_dict['w'] is None
+    assert exe.grad_dict['w'] is gw          # MXNet keeps given arrays even for 'null'
+    assert exe.grad_arrays[1] is gw
     exe2 = s.bind(ff.cpu(), [xv, wv], args_grad=[gx, gw], grad_req=['write', 'write'])
     exe2.forward(is_train=True)
     exe2.backward([nd.array([2., 2.])])
@@ -513,3 +514,24 @@ def test_bad_input_shapes_are_shape_errors(shape, match):
         net.infer_shape(data=shape)
     with pytest.raises(ShapeError, match=match):
         _fc_exec().reshape(data=shape)
+
+
+def test_bind_keeps_null_req_grad_arrays_for_manual_sgd_loops():
+    # MXNet tutorials zip(arg_arrays, grad_arrays) and update every pair; an
+    # argument with grad_req 'null' keeps the caller's (never written) array.
+    x = sym.Variable('x')
+    w = sym.Variable('w')
+    s = sym._test_wmul(x, w, name='m')
+    gx, gw = nd.zeros((2,)), nd.zeros((2,))
+    exe = s.bind(ff.cpu(), [nd.array([1., 2.]), nd.array([3., 4.])], args_grad=[gx, gw],
+                 grad_req=['null', 'write'])
+    assert exe.grad_arrays[0] is gx and exe.grad_arrays[1] is gw
+    assert exe.grad_req == {'x': 'null', 'w': 'write'}
+    exe.forward(is_train=True)
+    exe.backward(nd.ones((2,)))
+    for a, g in zip(exe.arg_arrays, exe.grad_arrays):
+        a[:] = a - 0.5 * g
+    np.testing.assert_allclose(gx.asnumpy(), [0., 0.])
+    np.testing.assert_allclose(gw.asnumpy(), [1., 2.])
+    np.testing.assert_allclose(exe.arg_dict['x'].asnumpy(), [1., 2.])
+    np.testing.assert_allclose(exe.arg_dict['w'].asnumpy(), [2.5, 3.])

@@ -85,6 +85,20 @@ def test_batch_callbacks_count_from_one_and_epoch_size(digits, caplog):
     assert 'Epoch[0] Resetting Data Iterator' in caplog.text
 
 
+def test_fit_log_lines_in_mxnet_order(digits, caplog):
+    X, y, Xt, yt = digits
+    model = make([ff.cpu(0)], num_epoch=2)
+    with caplog.at_level(logging.INFO):
+        model.fit(ff.io.NDArrayIter(X[:100], y[:100], batch_size=50),
+                  eval_data=ff.io.NDArrayIter(Xt[:50], yt[:50], batch_size=50))
+    lines = [r.getMessage().split('=')[0] for r in caplog.records]
+    assert lines == ['Start training with [cpu(0)]',        # as MXNet 1.9.1 logs them
+                     'Epoch[0] Resetting Data Iterator', 'Epoch[0] Time cost',
+                     'Epoch[0] Validation-accuracy',
+                     'Epoch[1] Resetting Data Iterator', 'Epoch[1] Time cost',
+                     'Epoch[1] Validation-accuracy']
+
+
 def test_create_is_ctor_plus_fit(digits):
     X, y, Xt, yt = digits
     model = FeedForward.create(mlp(), X, y, num_epoch=2, learning_rate=0.1, momentum=0.9,
@@ -133,6 +147,14 @@ def test_checkpoint_files(tmp_path):
     with pytest.raises(FFError, match='does not exist'):
         load_checkpoint(str(tmp_path / 'nothing'), 1)
     assert BatchEndParam(1, 2, None, None).nbatch == 2
+
+
+def test_save_checkpoint_logs_like_mxnet(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    prefix = str(tmp_path / 'ck')
+    save_checkpoint(prefix, 3, mlp(), {'fc1_bias': nd.zeros((4,))}, {})
+    assert [r.getMessage() for r in caplog.records] == ['Saved checkpoint to "%s-0003.params"'
+                                                       % prefix]
 
 
 def test_create_kvstore_rules(monkeypatch):

@@ -344,6 +344,9 @@ class BaseModule:
                 nbatch += 1
             for name, val in name_vals:
                 self.logger.info('Epoch[%d] Train-%s=%f', epoch, name, val)
+            if legacy and epoch_size is None:   # FeedForward resets before the time line
+                self.logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+                train_data.reset()
             self.logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
             arg_params_, aux_params_ = self.get_params()
             self.set_params(arg_params_, aux_params_)
@@ -357,9 +360,7 @@ class BaseModule:
                 if not legacy:
                     for name, val in res:
                         self.logger.info('Epoch[%d] Validation-%s=%f', epoch, name, val)
-            if epoch_size is None:
-                if legacy:
-                    self.logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+            if epoch_size is None and not legacy:
                 train_data.reset()
 
     def _fit_epoch_begin(self, epoch, train_data):

@@ -166,9 +166,13 @@ class Module(BaseModule):
         Every file is written to a temporary name and renamed.
         """
         _atomic_write('%s-symbol.json' % prefix, self._symbol.tojson().encode('utf-8'))
-        self.save_params('%s-%04d.params' % (prefix, epoch))
+        param_name = '%s-%04d.params' % (prefix, epoch)
+        self.save_params(param_name)
+        logging.info('Saved checkpoint to "%s"', param_name)
         if save_optimizer_states:
-            self.save_optimizer_states('%s-%04d.states' % (prefix, epoch))
+            state_name = '%s-%04d.states' % (prefix, epoch)
+            self.save_optimizer_states(state_name)
+            logging.info('Saved optimizer state to "%s"', state_name)
 
     def _reset_bind(self):
         self.binded = False

@@ -153,6 +153,7 @@ class SequentialModule(BaseModule):
         """Initialise the optimizer of every module."""
         self._check_ready('init_optimizer')
         if self.optimizer_initialized and not force_init:
+            self.logger.warning('optimizer already initialized, ignoring.')
             return
         for module in self._modules:
             module.init_optimizer(kvstore=kvstore, optimizer=optimizer,

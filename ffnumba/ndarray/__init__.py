@@ -1,4 +1,22 @@
-"""``ff.nd``: arrays on devices, creation functions and the ``.params`` codec."""
+"""``ff.nd``: arrays on devices, creation functions, the ``.params`` codec and
+one imperative function per registered operator (``ff.nd.dot``, ``ff.nd.sum``...)."""
 from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, concat, concatenate,
                       waitall, from_numpy)
 from .params_io import save, load, dumps, loads
+from .op import (maximum, minimum, power, add, subtract, multiply, divide, modulo, equal,
+                 not_equal, greater, greater_equal, lesser, lesser_equal)
+from . import random
+from .random import uniform as random_uniform, normal as random_normal
+
+
+def __getattr__(name):
+    """``ff.nd.<Op>``: the imperative function of a registered operator (built on first use)."""
+    from ..base import FFError
+    from .. import symbol  # noqa: F401  (registers every operator)
+    from .op import make_function
+    try:
+        fn = make_function(name)
+    except FFError:
+        raise AttributeError("module 'ffnumba.ndarray' has no attribute %r" % name) from None
+    globals()[name] = fn
+    return fn

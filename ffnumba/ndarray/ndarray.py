@@ -172,18 +172,36 @@ class NDArray:
 
     # --------------------------------------------------------------- shaping
     def reshape(self, *shape, **kwargs):
-        """A view with a new shape; ``-1`` infers one dimension.
+        """A view with a new shape, with the ``Reshape`` operator's codes.
+
+        ``-1`` infers one dimension, ``0`` copies an input axis, ``-2`` copies
+        the remaining axes, ``-3`` merges two axes and ``-4 a b`` splits one
+        (MXNet ``NDArray.reshape``); ``reverse=True`` applies the codes from
+        the right.
 
         Raises
         ------
         ShapeError
-            If the sizes differ.
+            If the codes do not fit or the sizes differ.
         """
+        reverse = bool(kwargs.pop('reverse', False))
         if 'shape' in kwargs:
-            shape = kwargs['shape']
+            shape = kwargs.pop('shape')
         elif len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
+        if kwargs:
+            raise TypeError('reshape: unexpected keyword arguments %s' % sorted(kwargs))
         shape = tuple(int(s) for s in shape)
+        if reverse or any(s == 0 or s < -1 for s in shape):
+            from ..ops.tensor.shape import _apply_codes
+            try:
+                if reverse:
+                    shape = tuple(_apply_codes(list(shape)[::-1], self.shape[::-1])[::-1])
+                else:
+                    shape = tuple(_apply_codes(list(shape), self.shape))
+            except ValueError as e:
+                raise ShapeError('reshape: cannot reshape array of shape %s with codes %s: %s'
+                                 % (self.shape, shape, e)) from None
         try:
             data = self._data.reshape(shape)
         except (ValueError, NotImplementedError) as e:

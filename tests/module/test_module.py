@@ -259,3 +259,17 @@ def test_errors_name_what_is_wrong():
     if ff.num_gpus() == 0:
         with pytest.raises(FFError, match='CUDA'):
             Module(mlp(), context=ff.gpu(0)).bind(data_shapes=[('data', (4, 6))])
+
+
+def test_save_checkpoint_logs_like_mxnet(tmp_path, caplog):
+    X, y = toy_data()
+    m = Module(mlp())
+    m.bind(data_shapes=[('data', (8, 6))], label_shapes=[('softmax_label', (8,))])
+    m.init_params()
+    m.init_optimizer()
+    prefix = str(tmp_path / 'm')
+    caplog.set_level(logging.INFO)
+    m.save_checkpoint(prefix, 2, save_optimizer_states=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        'Saved checkpoint to "%s-0002.params"' % prefix,
+        'Saved optimizer state to "%s-0002.states"' % prefix]

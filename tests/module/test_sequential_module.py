@@ -93,3 +93,16 @@ def test_errors():
     with pytest.raises(FFError, match='out_grads should be None'):
         loss.backward(out_grads=[nd.zeros((2, 3))])
     assert loss.get_params() == ({}, {})
+
+
+def test_second_init_optimizer_logs_a_warning_like_mxnet(caplog):
+    seq = SequentialModule()
+    seq.add(Module(hidden(), label_names=[]))
+    seq.add(Module(sym.SoftmaxOutput(scores(), name='softmax')), take_labels=True,
+            auto_wiring=True)
+    seq.bind(data_shapes=[('data', (10, 5))], label_shapes=[('softmax_label', (10,))])
+    seq.init_params(arg_params=params())
+    seq.init_optimizer()
+    caplog.set_level('WARNING')
+    seq.init_optimizer()
+    assert [r.getMessage() for r in caplog.records] == ['optimizer already initialized, ignoring.']

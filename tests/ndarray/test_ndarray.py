@@ -144,6 +144,22 @@ def test_reshape():
         a.reshape(4, 2)
 
 
+def test_reshape_special_codes_like_mxnet():
+    a = nd.zeros((2, 3, 4))
+    assert a.reshape(0, -1).shape == (2, 12)            # values from MXNet 1.9.1
+    assert a.reshape((-3, 0)).shape == (6, 4)
+    assert a.reshape(-4, 1, 2, -2).shape == (1, 2, 3, 4)
+    assert a.reshape(shape=(0, 0, -1)).shape == (2, 3, 4)
+    assert a.reshape((-1, 0), reverse=True).shape == (6, 4)
+    v = a.reshape(0, -1)
+    v[:] = 3
+    assert (a.asnumpy() == 3).all()                      # still a view
+    with pytest.raises(ShapeError, match='reshape'):
+        a.reshape(-3, -3)
+    with pytest.raises(ShapeError, match='reshape'):
+        a.reshape(5, 0)
+
+
 def test_concat():
     a, b = nd.ones((2, 1)), nd.zeros((2, 2))
     assert nd.concat(a, b).shape == (2, 3)
