@@ -66,6 +66,10 @@ class OpCase:
         Arguments whose gradients are checked (default: every argument).
     is_train : bool
         Mode of forward in the gradient check.
+    batch_inputs : tuple of str
+        Inputs whose axis 0 is the batch axis.
+    max_batch : int or None
+        Largest batch size :meth:`cases` draws (None: keep the tables' shapes).
     """
 
     op = None
@@ -78,6 +82,9 @@ class OpCase:
     nondifferentiable = False
     grad_nodes = None
     is_train = True
+    #: Inputs whose axis 0 is the batch; ``cases()`` redraws it up to ``max_batch``.
+    batch_inputs = ('data', 'label', 'lhs', 'rhs', 'condition', 'x', 'y')
+    max_batch = 4
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -92,8 +99,22 @@ class OpCase:
 
     # ------------------------------------------------------------ overridable
     def cases(self):
-        """A hypothesis strategy of ``(params, shapes)`` (default: the tables' product)."""
-        return st.sampled_from(list(itertools.product(self.params, self.shapes)))
+        """A hypothesis strategy of ``(params, shapes)``.
+
+        Default: a case of the tables' product, with the batch size (axis 0 of
+        every input named in ``batch_inputs``) redrawn from 1 to ``max_batch``,
+        so gradient checks cover shapes beyond the table. Set
+        ``max_batch = None`` where axis 0 is not free.
+        """
+        base = st.sampled_from(self._all_cases())
+        if not self.max_batch:
+            return base
+
+        def resize(case, n):
+            p, shapes = case
+            return p, {k: ((n,) + tuple(v[1:]) if k in self.batch_inputs and len(v) else v)
+                       for k, v in shapes.items()}
+        return st.tuples(base, st.integers(1, self.max_batch)).map(lambda t: resize(*t))
 
     def make_symbol(self, p):
         """The symbol under test: the op applied to Variables named after its arguments."""
