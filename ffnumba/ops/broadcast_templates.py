@@ -140,6 +140,8 @@ def make_binary_broadcast(f, dfa, dfb):
                 for k in range(n):
                     out[i + k] = f(a[ia + k * sal], b[ib + k * sbl])
             i += n
+            # advance the odometer by one row; written out here and in bwd_cpu on purpose:
+            # as a shared @njit helper (even inline='always') the 3-D case ran 1.6x slower
             d = last - 1
             while d >= 0:
                 idx[d] += 1
