@@ -6,7 +6,13 @@
 ``ff.callback``, ``ff.kv``, ``ff.monitor``, ``ff.datasets`` and
 ``ff.testing``. Every user-facing error derives from :class:`ff.base.FFError`.
 """
-__version__ = '0.1.0'
+__version__ = '0.1.0'   # the one version string; pyproject.toml reads it
+
+import logging as _logging
+# A library logs, the application decides where to: records go to the handlers the user
+# configures (logging.basicConfig, or a handler on the 'ffnumba' logger); nothing here
+# configures the root logger.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 from . import base
 from .base import FFError, MXNetError

@@ -6,7 +6,7 @@ parameter values, ``TypeError`` for bad dtypes), so ``except ValueError``
 written against MXNet keeps working.
 """
 
-__all__ = ['FFError', 'MXNetError', 'ShapeError', 'ParamError', 'DTypeError', '_Null']
+__all__ = ['get_logger', 'FFError', 'MXNetError', 'ShapeError', 'ParamError', 'DTypeError', '_Null']
 
 
 class FFError(Exception):
@@ -47,3 +47,29 @@ class _NullType:
 
 
 _Null = _NullType()
+
+
+def get_logger(logger, name):
+    """The logger a training API writes to: ``logger`` itself, or the ``ffnumba`` one.
+
+    MXNet's APIs take ``logger=logging`` (the module) by default, whose
+    module-level calls configure the root logger behind the user's back (a
+    later ``logging.basicConfig`` then silently does nothing). ffnumba maps
+    ``None`` and the ``logging`` module to ``logging.getLogger(name)``, a
+    logger under ``ffnumba`` whose records propagate to the user's handlers;
+    any other logger is used as given.
+
+    Parameters
+    ----------
+    logger : logging.Logger, the logging module, or None
+    name : str
+        Logger name to use in place of the ``logging`` module, e.g. ``'ffnumba.module'``.
+
+    Returns
+    -------
+    logging.Logger
+    """
+    import logging
+    if logger is None or logger is logging:
+        return logging.getLogger(name)
+    return logger

@@ -11,6 +11,8 @@ import sys
 import time
 from collections import namedtuple
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = ['BatchEndParam', 'Speedometer', 'ProgressBar', 'do_checkpoint', 'module_checkpoint',
            'log_train_metric', 'LogValidationMetricsCallback', 'History']
 
@@ -72,7 +74,7 @@ def log_train_metric(period, auto_reset=False):
     def _callback(param):
         if param.nbatch % period == 0 and param.eval_metric is not None:
             for name, value in param.eval_metric.get_name_value():
-                logging.info('Iter[%d] Batch[%d] Train-%s=%f', param.epoch, param.nbatch,
+                _LOG.info('Iter[%d] Batch[%d] Train-%s=%f', param.epoch, param.nbatch,
                              name, value)
             if auto_reset:
                 param.eval_metric.reset_local()
@@ -136,13 +138,13 @@ class Speedometer:
                 param.eval_metric.reset_local()
                 msg = 'Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec' + \
                     '\t%s=%f' * len(name_value)
-                logging.info(msg, param.epoch, count - self.frequent, count, speed, *values)
+                _LOG.info(msg, param.epoch, count - self.frequent, count, speed, *values)
             else:
                 msg = 'Epoch[%d] Batch [0-%d]\tSpeed: %.2f samples/sec' + \
                     '\t%s=%f' * len(name_value)
-                logging.info(msg, param.epoch, count, speed, *values)
+                _LOG.info(msg, param.epoch, count, speed, *values)
         else:
-            logging.info('Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec', param.epoch, count,
+            _LOG.info('Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec', param.epoch, count,
                          speed)
         self.tic = time.time()
 
@@ -196,7 +198,7 @@ class ProgressBar:
             filled_len = int(round(self.bar_len * count / float(self.total)))
             percents = math.ceil(100.0 * count / float(self.total))
             prog_bar = '=' * filled_len + '-' * (self.bar_len - filled_len)
-            logging.info('[%s] %s%s\r', prog_bar, percents, '%')
+            _LOG.info('[%s] %s%s\r', prog_bar, percents, '%')
             return
         if self._bar is None or count < self._last:
             self.close()
@@ -229,7 +231,7 @@ class LogValidationMetricsCallback:
         if not param.eval_metric:
             return
         for name, value in param.eval_metric.get_name_value():
-            logging.info('Epoch[%d] Validation-%s=%f', param.epoch, name, value)
+            _LOG.info('Epoch[%d] Validation-%s=%f', param.epoch, name, value)
 
 
 class History:

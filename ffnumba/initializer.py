@@ -32,6 +32,8 @@ from . import random as _random
 from . import registry
 from .base import ParamError, ShapeError
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = ['InitDesc', 'Initializer', 'register', 'alias', 'create', 'Load', 'Mixed', 'Zero',
            'One', 'Constant', 'Uniform', 'Normal', 'Orthogonal', 'Xavier', 'MSRAPrelu',
            'Bilinear', 'LSTMBias']
@@ -80,7 +82,7 @@ class Initializer:
 
     def _verbose_print(self, desc, init, arr):
         if self._verbose and self._print_func:
-            logging.info('Initialized %s as %s: %s', desc, init, self._print_func(arr))
+            _LOG.info('Initialized %s as %s: %s', desc, init, self._print_func(arr))
 
     def dumps(self):
         """``'["name", {kwargs}]'``, the JSON that :func:`create` reads back."""
@@ -289,14 +291,14 @@ class Load:
                                  % (name, _shape(arr), tuple(src.shape)))
             arr[:] = np.asarray(src)
             if self.verbose:
-                logging.info('Initialized %s by loading', name)
+                _LOG.info('Initialized %s by loading', name)
         else:
             if self.default_init is None:
                 raise ParamError('Cannot initialize %s: not found in the loaded params and '
                                  'no default initializer given' % name)
             self.default_init(name, arr)
             if self.verbose:
-                logging.info('Initialized %s by default', name)
+                _LOG.info('Initialized %s by default', name)
 
 
 class Mixed:

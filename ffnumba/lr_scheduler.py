@@ -21,6 +21,8 @@ from math import cos, pi
 
 from .base import ParamError
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = ['LRScheduler', 'FactorScheduler', 'MultiFactorScheduler', 'PolyScheduler',
            'CosineScheduler', 'from_config']
 
@@ -133,10 +135,10 @@ class FactorScheduler(LRScheduler):
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
-                logging.info('Update[%d]: now learning rate arrived at %0.5e, will not '
+                _LOG.info('Update[%d]: now learning rate arrived at %0.5e, will not '
                              'change in the future', num_update, self.base_lr)
             else:
-                logging.info('Update[%d]: Change learning rate to %0.5e',
+                _LOG.info('Update[%d]: Change learning rate to %0.5e',
                              num_update, self.base_lr)
         return self.base_lr
 
@@ -186,7 +188,7 @@ class MultiFactorScheduler(LRScheduler):
             self.count = self.step[self.cur_step_ind]
             self.cur_step_ind += 1
             self.base_lr *= self.factor
-            logging.info('Update[%d]: Change learning rate to %0.5e', num_update, self.base_lr)
+            _LOG.info('Update[%d]: Change learning rate to %0.5e', num_update, self.base_lr)
         return self.base_lr
 
 

@@ -13,10 +13,12 @@ import warnings
 
 import numpy as np
 
-from .base import FFError, ParamError, ShapeError
+from .base import FFError, ParamError, ShapeError, get_logger
 from .context import cpu, check_device
 from .module.base_module import BatchEndParam, _atomic_write, _save_nd, _split_params
 from .module.executor_group import _split_input_slice
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = ['FeedForward', 'save_checkpoint', 'load_checkpoint', 'load_params',
            'BatchEndParam', '_create_kvstore', '_split_input_slice']
@@ -82,7 +84,7 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in (aux_params or {}).items()})
     param_name = '%s-%04d.params' % (prefix, epoch)
     _save_nd(param_name, data)
-    logging.info('Saved checkpoint to "%s"', param_name)
+    _LOG.info('Saved checkpoint to "%s"', param_name)
 
 
 def load_params(prefix, epoch):
@@ -222,9 +224,13 @@ class FeedForward:
             y = np.asarray(y)
             if y.ndim == 2 and y.shape[1] == 1:
                 y = y.reshape(-1)
+            if y.ndim == 2 and y.size and np.all((y == 0) | (y == 1)) and np.all(y.sum(1) == 1):
+                raise ShapeError('FeedForward: y of shape %s looks one-hot encoded, but the '
+                                 'loss takes class indices (sparse labels, shape (n,)). Pass '
+                                 'y.argmax(axis=1) instead.' % (y.shape,))
             if y.ndim != 1:
-                raise ShapeError('FeedForward: y must be 1-D or (n, 1). Received shape %s'
-                                 % (y.shape,))
+                raise ShapeError('FeedForward: y must be class indices or targets of shape '
+                                 '(n,) or (n, 1). Received shape %s' % (y.shape,))
             bs = min(X.shape[0], self.numpy_batch_size)
             if is_train:
                 return io.NDArrayIter(X, y, bs, shuffle=True, last_batch_handle='roll_over')
@@ -284,7 +290,7 @@ class FeedForward:
             known = set(self.arg_params or {})
             label_names = [a for a in args if a not in known and a not in data_names]
         return Module(self.symbol, data_names=data_names, label_names=label_names,
-                      context=ctx, work_load_list=work_load_list, logger=logger or logging)
+                      context=ctx, work_load_list=work_load_list, logger=get_logger(logger, 'ffnumba.model'))
 
     # -------------------------------------------------------------- fit
     def fit(self, X, y=None, eval_data=None, eval_metric='acc', epoch_end_callback=None,
@@ -337,7 +343,7 @@ class FeedForward:
         if eval_end_callback is None:
             from .callback import LogValidationMetricsCallback
             eval_end_callback = LogValidationMetricsCallback()
-        logger = logger or logging
+        logger = get_logger(logger, 'ffnumba.model')
         mod = self._module(data.provide_data, data.provide_label, self.ctx, work_load_list,
                            logger)
         mod.bind(data.provide_data, data.provide_label, for_training=True)

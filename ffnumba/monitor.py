@@ -14,6 +14,8 @@ import numpy as np
 
 from .base import ParamError
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = ['Monitor']
 
 
@@ -111,4 +113,4 @@ class Monitor:
     def toc_print(self):
         """``toc()`` and log each entry as ``Batch: {step:7d} {name:30s} {stat}``."""
         for step, name, s in self.toc():
-            logging.info('Batch: {:7d} {:30s} {:s}'.format(step, name, s))
+            _LOG.info('Batch: {:7d} {:30s} {:s}'.format(step, name, s))

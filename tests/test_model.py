@@ -111,8 +111,10 @@ def test_bad_inputs_raise_errors_that_name_the_problem(digits):
     model = make([ff.cpu(0)])
     with pytest.raises(FFError, match=r'X has 600 samples .* y has 599'):
         model.fit(X, y[:599])
-    with pytest.raises(FFError, match='1-D'):
+    with pytest.raises(FFError, match=r'shape \(n,\) or \(n, 1\)'):
         model.fit(X, np.zeros((600, 2)))
+    with pytest.raises(FFError, match=r'looks one-hot encoded.*y.argmax\(axis=1\)'):
+        model.fit(X, np.eye(10)[y])
     with pytest.raises(FFError, match='`y` must be given'):
         model.fit(X)
     bad = y.copy()

@@ -5,6 +5,7 @@ a checkpoint loader is validated here, so a mistake surfaces as an
 :class:`~ffnumba.base.FFError` naming the argument instead of a traceback from
 deep inside the executors.
 """
+import logging
 import warnings
 
 from ..base import FFError, ParamError, ShapeError
@@ -107,6 +108,15 @@ def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
     if label_shapes is not None:
         label_shapes = [_as_desc(x) for x in label_shapes]
         lnames = [d.name for d in label_shapes]
+        missing = [n for n in label_names if n not in lnames]
+        if missing and label_shapes:
+            raise ParamError(
+                "Module: the data gives labels named %s but the symbol's label argument%s "
+                "%s: the labels would never reach the loss and training would run at chance. "
+                "Name the iterator's label after the symbol (e.g. NDArrayIter(..., "
+                "label_name=%r)) or create the Module with label_names=%s."
+                % (lnames, ' is' if len(missing) == 1 else 's are', missing, missing[0],
+                   lnames))
         if sorted(lnames) != sorted(label_names):
             warnings.warn("Data provided by label_shapes don't match names specified by "
                           "label_names (%s vs. %s)" % (lnames, list(label_names)),
@@ -128,7 +138,15 @@ _EXHAUSTED = ('%s.fit: the training iterator gave no batch at epoch %d: the %s i
 
 
 def _split_params(save_dict, fname):
-    """Split a loaded ``{'arg:x': ..., 'aux:y': ...}`` dict into two dicts."""
+    """Split a loaded ``{'arg:x': ..., 'aux:y': ...}`` dict into two dicts.
+
+    A file holding no arrays at all (MXNet writes one for a parameter-free net:
+    0 arrays, 0 names) gives two empty dicts and MXNet's warning
+    ``Params file '...' is empty``.
+    """
+    if isinstance(save_dict, (list, dict)) and not save_dict:
+        logging.getLogger(__name__).warning("Params file '%s' is empty", fname)
+        return {}, {}
     if not isinstance(save_dict, dict):
         raise FFError('Invalid param file %s: expected named arrays with arg:/aux: keys, '
                       'found an unnamed list' % fname)

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..base import FFError, ParamError
+from ..base import FFError, ParamError, get_logger
 from ._checks import _EXHAUSTED, _check_iter, _split_params  # noqa: F401
 
 __all__ = ['BaseModule', 'BatchEndParam']
@@ -79,7 +79,7 @@ class BaseModule:
     """
 
     def __init__(self, logger=logging):
-        self.logger = logger
+        self.logger = get_logger(logger, 'ffnumba.module')
         self.binded = False
         self.for_training = False
         self.inputs_need_grad = False

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..base import FFError, ShapeError
+from ..base import FFError, ShapeError, get_logger
 from ._blas import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
 
 __all__ = ['DataParallelExecutorGroup', '_split_input_slice']
@@ -190,7 +190,7 @@ class DataParallelExecutorGroup:
         self.workload = list(workload)
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
-        self.logger = logger
+        self.logger = get_logger(logger, 'ffnumba.module')
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
         self.shared_group = shared_group

@@ -22,6 +22,8 @@ from ._checks import (_MissingParamError, _check_batch, _check_contexts, _check_
 from .base_module import BaseModule, _atomic_write
 from .executor_group import DataParallelExecutorGroup
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = ['Module']
 
 
@@ -138,7 +140,7 @@ class Module(BaseModule):
 
     # ----------------------------------------------------------- loading
     @staticmethod
-    def load(prefix, epoch, load_optimizer_states=False, **kwargs):
+    def load(prefix, epoch, load_optimizer_states=False, allow_missing=False, **kwargs):
         """A Module from ``prefix-symbol.json`` and ``prefix-%04d.params``.
 
         Parameters
@@ -147,8 +149,20 @@ class Module(BaseModule):
         epoch : int
         load_optimizer_states : bool, default False
             Also load ``prefix-%04d.states`` when the optimizer is initialised.
+        allow_missing : bool, default False
+            ffnumba's addition. When False, :meth:`bind` raises an FFError naming
+            every parameter or auxiliary state of the symbol that the file lacks
+            (MXNet binds them as zeros and predicts wrong numbers without a
+            word). True keeps MXNet's behaviour: missing arrays stay zero, with
+            a warning naming them.
         **kwargs
             Passed to :class:`Module`.
+
+        Raises
+        ------
+        FFError
+            When a file is missing, truncated or not a checkpoint (and at
+            :meth:`bind`, when parameters are missing; see ``allow_missing``).
         """
         from ..model import load_checkpoint
         sym, args, auxs = load_checkpoint(prefix, epoch)
@@ -156,6 +170,7 @@ class Module(BaseModule):
         mod._arg_params = args
         mod._aux_params = auxs
         mod.params_initialized = True
+        mod._loaded_from = ('%s-%04d.params' % (prefix, epoch), allow_missing)
         if load_optimizer_states:
             mod._preload_opt_states = '%s-%04d.states' % (prefix, epoch)
         return mod
@@ -168,11 +183,11 @@ class Module(BaseModule):
         _atomic_write('%s-symbol.json' % prefix, self._symbol.tojson().encode('utf-8'))
         param_name = '%s-%04d.params' % (prefix, epoch)
         self.save_params(param_name)
-        logging.info('Saved checkpoint to "%s"', param_name)
+        _LOG.info('Saved checkpoint to "%s"', param_name)
         if save_optimizer_states:
             state_name = '%s-%04d.states' % (prefix, epoch)
             self.save_optimizer_states(state_name)
-            logging.info('Saved optimizer state to "%s"', state_name)
+            _LOG.info('Saved optimizer state to "%s"', state_name)
 
     def _reset_bind(self):
         self.binded = False
@@ -264,6 +279,17 @@ class Module(BaseModule):
             if initializer is not None:
                 initializer(init_mod.InitDesc(name, attrs.get(name, {})), arr)
 
+        if not allow_missing:
+            missing = sorted([n for n in self._arg_params if arg_params is not None
+                              and n not in arg_params]
+                             + [n for n in self._aux_params if aux_params is not None
+                                and n not in aux_params])
+            if missing:
+                raise _MissingParamError(
+                    '%s is not presented (init_params: the given arg_params/aux_params lack '
+                    '%d array(s) the symbol needs: %s; pass allow_missing=True to initialise '
+                    'them with the initializer)' % (missing[0], len(missing),
+                                                    ', '.join(missing)))
         for name, arr in sorted(self._arg_params.items()):
             _impl(name, arr, arg_params)
         for name, arr in sorted(self._aux_params.items()):
@@ -326,6 +352,7 @@ class Module(BaseModule):
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
         elif self.params_initialized:
+            self._check_loaded_params()
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             from .. import ndarray as nd
@@ -337,6 +364,33 @@ class Module(BaseModule):
                                                       self._exec_group.aux_arrays)}
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)
+
+    def _check_loaded_params(self):
+        """After :meth:`load`: every parameter and aux state must be in the file."""
+        loaded = getattr(self, '_loaded_from', None)
+        if loaded is None:
+            return
+        fname, allow_missing = loaded
+        missing = ([n for n in self._param_names if n not in self._arg_params]
+                   + [n for n in self._aux_names if n not in self._aux_params])
+        if not missing:
+            return
+        if not allow_missing:
+            raise FFError('Module.load: %s lacks %d array(s) the symbol needs: %s. Load a '
+                          'checkpoint of the same network, or pass allow_missing=True to '
+                          'Module.load to bind them as zeros (MXNet\'s behaviour) and '
+                          'initialise them yourself (init_params(force_init=True, '
+                          'allow_missing=True, arg_params=..., aux_params=...)).'
+                          % (fname, len(missing), ', '.join(missing)))
+        warnings.warn('Module.load: %s lacks %s; they are bound as zeros (allow_missing=True)'
+                      % (fname, ', '.join(missing)), stacklevel=3)
+        from .. import ndarray as nd
+        names = list(self._param_names) + list(self._aux_names)
+        arrays = list(self._exec_group.param_arrays) + list(self._exec_group.aux_arrays)
+        for name, devs in zip(names, arrays):
+            if name in missing:
+                target = self._arg_params if name in self._param_names else self._aux_params
+                target[name] = nd.zeros(devs[0].shape, dtype=devs[0].dtype)
 
     def reshape(self, data_shapes, label_shapes=None):
         """Reshape the executors for new input shapes (parameters shared)."""

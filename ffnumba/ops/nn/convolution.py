@@ -153,6 +153,32 @@ def check_data(op, p, data, what='data'):
     return data
 
 
+def channels_last_hint(data):
+    """A sentence for shape errors when ``data`` looks channels-last (``N, ..., C``).
+
+    ffnumba's convolution and pooling take MXNet's default channels-first
+    layout (``NCW``/``NCHW``/``NCDHW``). Data whose last axis is small (1, 3
+    or 4: grey, RGB, RGBA) while axis 1 is larger usually came from a
+    channels-last source (TensorFlow/Keras, PIL, OpenCV).
+
+    Parameters
+    ----------
+    data : tuple of int
+
+    Returns
+    -------
+    str
+        ``''``, or a hint naming the layout and the transpose that fixes it.
+    """
+    if 3 <= len(data) <= 5 and data[-1] in (1, 3, 4) and data[1] > 4:
+        spatial = ('D', 'H', 'W')[5 - len(data):]
+        order = (0, len(data) - 1) + tuple(range(1, len(data) - 1))
+        return (' The data looks channels-last (N, %s, C) = %s, but this operator expects '
+                'channels-first (N, C, %s): transpose it with X.transpose%s.'
+                % (', '.join(spatial), data, ', '.join(spatial), order))
+    return ''
+
+
 def check_spatial(op, p, data):
     """Output spatial sizes of a convolution.
 
@@ -182,7 +208,8 @@ def check_spatial(op, p, data):
         if dk > i + 2 * q:
             raise ShapeError('%s: the (dilated) kernel exceeds the padded input in spatial dim '
                              '%d: %d > %d + 2*%d. Received: data shape %s, kernel=%s, pad=%s, '
-                             'dilate=%s' % (op, a, dk, i, q, data, kernel, pad, dilate))
+                             'dilate=%s.%s' % (op, a, dk, i, q, data, kernel, pad, dilate,
+                                               channels_last_hint(data)))
         out.append(conv_output_size(i, k, s, q, d))
     return tuple(out)
 
@@ -201,6 +228,10 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
         return ins, [None], list(aux_shapes)
     data = check_data('Convolution', p, ins[0])
     wshape = (p.num_filter, data[1] // p.num_group) + tuple(p.kernel)
+    if ins[1] is not None and tuple(ins[1]) != wshape and channels_last_hint(data):
+        raise ShapeError('Convolution: the weight %s expects %d input channels, but data of '
+                         'shape %s has %d.%s' % (tuple(ins[1]), ins[1][1] * p.num_group, data,
+                                                 data[1], channels_last_hint(data)))
     shape_assign(ins, 1, wshape, names[1])
     out = (data[0], p.num_filter) + check_spatial('Convolution', p, data)
     return ins, [out], list(aux_shapes)

@@ -47,6 +47,7 @@ from ..registry import OpDef, register_op
 from ..templates import JIT
 from . import _conv_cuda as cc
 from ._im2col import MODES, _valid, as5d
+from .convolution import channels_last_hint
 
 __all__ = ['PoolingParam', 'pool_output_size']
 
@@ -145,8 +146,8 @@ def _out_spatial(p, data):
     for a, (i, k, s, q) in enumerate(zip(data[2:], kernel, stride, pad)):
         if k > i + 2 * q:
             raise ShapeError('Pooling: the kernel exceeds the padded input in spatial dim %d: '
-                             '%d > %d + 2*%d. Received: data shape %s, kernel=%s, pad=%s'
-                             % (a, k, i, q, data, kernel, pad))
+                             '%d > %d + 2*%d. Received: data shape %s, kernel=%s, pad=%s.%s'
+                             % (a, k, i, q, data, kernel, pad, channels_last_hint(data)))
         out.append(pool_output_size(i, k, s, q, p.pooling_convention))
     return tuple(out)
 
