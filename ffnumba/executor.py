@@ -27,6 +27,7 @@ from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
 from .ops.registry import OpContext
+from . import compile_notice
 from . import random as _random
 from .symbol import infer as _infer
 
@@ -142,6 +143,7 @@ class Executor:
         self._setup()
         self._monitor = None
         self._forward_ran = False
+        self._warm = set()   # passes that have run once (compile_notice)
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
@@ -297,6 +299,18 @@ class Executor:
                 else:
                     dst._set(np.asarray(value))
         self._forward_ran = True
+        if 'forward' not in self._warm:
+            with compile_notice.first_run(self._op_names(self._fwd_plan), 'forward'):
+                self._run_forward(is_train)
+            self._warm.add('forward')
+        else:
+            self._run_forward(is_train)
+        return self.outputs
+
+    def _op_names(self, plan):
+        return [self._view.nodes[r.nid].op.name for r in plan]
+
+    def _run_forward(self, is_train):
         monitor = self._monitor
         for r in self._fwd_plan:
             r.ctx.is_train = is_train
@@ -306,7 +320,6 @@ class Executor:
                 _reraise(self._view.nodes[r.nid], 'forward', e)
             if monitor is not None:
                 self._run_monitor(r)
-        return self.outputs
 
     def _run_monitor(self, r):
         ctx = self._ctx
@@ -349,6 +362,14 @@ class Executor:
                 raise ShapeError('backward: out_grads[%d] (%s) has shape %s, output has %s'
                                  % (k, self._out_names[k], tuple(g.shape), tuple(dst.shape)))
             self._assign(dst, g, req)
+        if 'backward' not in self._warm:
+            with compile_notice.first_run(self._op_names(self._bwd_plan), 'backward'):
+                self._run_backward(is_train)
+            self._warm.add('backward')
+        else:
+            self._run_backward(is_train)
+
+    def _run_backward(self, is_train):
         gpu = _is_gpu(self._ctx)
         for r in self._bwd_plan:
             r.ctx.is_train = is_train

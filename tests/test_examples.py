@@ -32,7 +32,16 @@ def test_main_job_reaches_target_and_reloads(tmp_path):
     acc = accuracy(out)
     assert acc >= 0.92, out[-2000:]
     assert 'reloaded checkpoint: %.4f' % acc in out
-    assert (tmp_path / 'mlp-symbol.json').exists() and (tmp_path / 'mlp-0010.params').exists()
+    # Files go under the one folder the example names, nothing else into the cwd.
+    folder = tmp_path / 'ffnumba_out' / 'train_mnist'
+    assert (folder / 'mlp-symbol.json').exists() and (folder / 'mlp-0010.params').exists()
+    assert sorted(os.listdir(tmp_path)) == ['ffnumba_out']
+    assert 'checkpoint written to %s' % os.path.join('ffnumba_out', 'train_mnist', 'mlp') in out
+    # One line per epoch with k/N, loss, accuracy, test accuracy and speed; MXNet's lines too.
+    epochs = re.findall(r'^epoch (\d+)/10 - loss ([0-9.]+) - acc ([0-9.]+) - test acc ([0-9.]+) '
+                        r'- [0-9]+ samples/s$', out, re.M)
+    assert [int(e[0]) for e in epochs] == list(range(1, 11))
+    assert float(epochs[-1][1]) < float(epochs[0][1])
     assert re.search(r'Epoch\[9\] Validation-accuracy=', out)
     assert re.search(r'Speed: [0-9.]+ samples/sec', out)
 
