@@ -1,6 +1,7 @@
 """What a new user meets in the first hour: a core-only install, logging that obeys the
 application, a word when numba compiles, and errors instead of silent traps."""
 import logging
+import re
 import os
 import subprocess
 import sys
@@ -234,3 +235,17 @@ def test_params_file_without_arrays_loads_empty_with_mxnet_warning(tmp_path, cap
     model = ff.FeedForward.load(prefix, 3)
     out = model.predict(np.array([[-1.0, 2.0]], dtype=np.float32))
     assert out.tolist() == [[0.0, 2.0]]
+
+
+def test_readme_code_block_runs_and_prints_what_it_computes(tmp_path):
+    with open(os.path.join(ROOT, 'README.md')) as f:
+        text = f.read()
+    code = text.split('```python\n', 1)[1].split('```', 1)[0]
+    proc = subprocess.run([sys.executable, '-c', code], cwd=str(tmp_path), capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    acc = float(re.search(r'predictions \(1000, 10\) test accuracy ([0-9.]+)', out).group(1))
+    assert acc >= 0.9
+    assert 'reloaded test accuracy %.3f' % acc in out
+    assert 'Epoch[9] Validation-accuracy=' in out and 'samples/sec' in out
