@@ -299,16 +299,17 @@ class Executor:
                 else:
                     dst._set(np.asarray(value))
         self._forward_ran = True
-        if 'forward' not in self._warm:
-            with compile_notice.first_run(self._op_names(self._fwd_plan), 'forward'):
-                self._run_forward(is_train)
-            self._warm.add('forward')
-        else:
-            self._run_forward(is_train)
+        self._run_pass('forward', self._fwd_plan, self._run_forward, is_train)
         return self.outputs
 
-    def _op_names(self, plan):
-        return [self._view.nodes[r.nid].op.name for r in plan]
+    def _run_pass(self, what, plan, run, is_train):
+        """``run(is_train)``; the first time, under :func:`compile_notice.first_run`."""
+        if what in self._warm:
+            run(is_train)
+            return
+        with compile_notice.first_run([self._view.nodes[r.nid].op.name for r in plan], what):
+            run(is_train)
+        self._warm.add(what)
 
     def _run_forward(self, is_train):
         monitor = self._monitor
@@ -362,12 +363,7 @@ class Executor:
                 raise ShapeError('backward: out_grads[%d] (%s) has shape %s, output has %s'
                                  % (k, self._out_names[k], tuple(g.shape), tuple(dst.shape)))
             self._assign(dst, g, req)
-        if 'backward' not in self._warm:
-            with compile_notice.first_run(self._op_names(self._bwd_plan), 'backward'):
-                self._run_backward(is_train)
-            self._warm.add('backward')
-        else:
-            self._run_backward(is_train)
+        self._run_pass('backward', self._bwd_plan, self._run_backward, is_train)
 
     def _run_backward(self, is_train):
         gpu = _is_gpu(self._ctx)
