@@ -15,6 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'examples'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def main():
@@ -46,59 +47,16 @@ def main():
         profile(ff, lenet, X, y, args.batch_size)
 
 
-def profile(ff, lenet, X, y, batch, steps=20):
-    """Share of one executor's forward+backward time per operator type (1 context).
-
-    Wraps each operator's CPU forward/backward with a timer before binding
-    (benchmark-only instrumentation) and restores them afterwards.
-    """
-    import collections
-    import json
-
-    import numpy as np
-    from ffnumba.ops import get_op
-    sym = lenet()
-    ops = sorted({n['op'] for n in json.loads(sym.tojson())['nodes'] if n['op'] != 'null'})
-    totals = collections.Counter()
-    saved = []
-    for name in ops:
-        op = get_op(name)
-        for kind, table in (('forward', op.forward), ('backward', op.backward)):
-            fn = table['cpu']
-            saved.append((table, fn))
-
-            def timed(*args, _fn=fn, _key=(name, kind)):
-                tic = time.perf_counter()
-                _fn(*args)
-                totals[_key] += time.perf_counter() - tic
-            table['cpu'] = timed
-    try:
-        exe = sym.simple_bind(ff.cpu(0), data=(batch, 1, 28, 28))
-        rng = np.random.default_rng(0)
-        for k, v in exe.arg_dict.items():
-            if k.endswith('weight'):
-                v[:] = rng.uniform(-0.1, 0.1, v.shape)
-        exe.arg_dict['data'][:] = X[:batch]
-        exe.arg_dict['softmax_label'][:] = y[:batch]
-        exe.forward(is_train=True)
-        exe.backward()
-        totals.clear()
-        tic = time.perf_counter()
-        for _ in range(steps):
-            exe.forward(is_train=True)
-            exe.backward()
-        whole = time.perf_counter() - tic
-    finally:
-        for table, fn in saved:
-            table['cpu'] = fn
-    in_ops = sum(totals.values())
-    print('per-op time, batch %d, 1 context, forward+backward: %.2f ms/batch '
-          '(%.1f%% inside kernels)' % (batch, 1000 * whole / steps, 100 * in_ops / whole))
-    for (name, kind), t in sorted(totals.items(), key=lambda kv: -kv[1]):
-        print('  %-14s %-8s %5.1f%%  %6.2f ms' % (name, kind, 100 * t / whole, 1000 * t / steps))
-    conv = sum(t for (name, _), t in totals.items() if name == 'Convolution')
-    print('  convolution share of forward+backward: %.1f%%' % (100 * conv / whole))
-
+def profile(ff, lenet, X, y, batch):
+    """Share of one executor's forward+backward time per operator type (1 context)."""
+    from _profile import op_profile
+    rows = op_profile(ff, lenet(), {'data': X[:batch], 'softmax_label': y[:batch]}, steps=20)
+    whole = sum(ms for _, _, _, ms in rows)
+    print('per-op time, batch %d, 1 context, forward+backward: %.2f ms/batch' % (batch, whole))
+    for name, kind, share, ms in rows:
+        print('  %-18s %-8s %5.1f%%  %6.2f ms' % (name, kind, share, ms))
+    conv = sum(share for name, _, share, _ in rows if name == 'Convolution')
+    print('  convolution share of forward+backward: %.1f%%' % conv)
 
 if __name__ == '__main__':
     main()

@@ -38,6 +38,12 @@ __all__ = ['geometry', 'as5d', 'buffer', 'chunk_size', 'conv_forward', 'conv_bac
 MODES = {'null': 0, 'write': 1, 'add': 2}
 #: Target number of elements of one ``col`` chunk (keeps it in the L2 cache).
 COL_CHUNK_ELEMS = 1 << 17
+#: Fewest GEMM columns (``nb * P``) a chunk should have: deep layers with small
+#: outputs (4x4: P=16) would otherwise run one skinny GEMM per sample, and the
+#: weight gradient would be transposed and accumulated once per sample.
+MIN_GEMM_COLS = 512
+#: Most elements of one ``col`` chunk (16 MiB of float32).
+COL_MAX_ELEMS = 1 << 22
 
 
 def as5d(shape):
@@ -58,8 +64,16 @@ def geometry(kernel, stride, pad, dilate, out_spatial):
 
 
 def chunk_size(n, rows, p):
-    """Samples per chunk so a ``(rows, nb * p)`` column matrix stays cache-sized."""
-    return int(max(1, min(n, COL_CHUNK_ELEMS // max(1, rows * p))))
+    """Samples per chunk of a ``(rows, nb * p)`` column matrix.
+
+    Cache-sized (:data:`COL_CHUNK_ELEMS`) when that still gives each GEMM at
+    least :data:`MIN_GEMM_COLS` columns; otherwise as many samples as reach
+    that width, within :data:`COL_MAX_ELEMS`.
+    """
+    per_sample = max(1, rows * p)
+    nb = max(COL_CHUNK_ELEMS // per_sample, -(-MIN_GEMM_COLS // max(1, p)))
+    nb = min(nb, max(1, COL_MAX_ELEMS // per_sample))
+    return int(max(1, min(n, nb)))
 
 
 def buffer(state, name, size, dtype):

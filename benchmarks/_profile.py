@@ -1,0 +1,69 @@
+"""Per-operator time of one executor's forward+backward (benchmark-only instrumentation).
+
+Used by ``lenet.py --profile`` and ``zoo.py --profile``.
+"""
+import collections
+import json
+import time
+
+
+def op_profile(ff, sym, inputs, steps=10):
+    """Share of forward+backward time per (operator, pass), one CPU context.
+
+    Wraps each operator's CPU forward/backward with a timer before binding and
+    restores them afterwards.
+
+    Parameters
+    ----------
+    ff : module
+        ``ffnumba``.
+    sym : Symbol
+    inputs : dict of str to numpy.ndarray
+        Values for the data and label arguments (their shapes set the binding).
+    steps : int, default 10
+
+    Returns
+    -------
+    list of (op name, 'forward' or 'backward', percent of the step, ms per step)
+        Sorted by time, largest first, then a ``('(outside kernels)', '', %, ms)`` row.
+    """
+    import numpy as np
+    from ffnumba.ops import get_op
+    ops = sorted({n['op'] for n in json.loads(sym.tojson())['nodes'] if n['op'] != 'null'})
+    totals = collections.Counter()
+    saved = []
+    for name in ops:
+        op = get_op(name)
+        for kind, table in (('forward', op.forward), ('backward', op.backward)):
+            fn = table['cpu']
+            saved.append((table, fn))
+
+            def timed(*args, _fn=fn, _key=(name, kind)):
+                tic = time.perf_counter()
+                _fn(*args)
+                totals[_key] += time.perf_counter() - tic
+            table['cpu'] = timed
+    try:
+        exe = sym.simple_bind(ff.cpu(0), **{k: v.shape for k, v in inputs.items()})
+        rng = np.random.default_rng(0)
+        for k, v in exe.arg_dict.items():
+            if k in inputs:
+                v[:] = inputs[k]
+            elif k.endswith('weight'):
+                v[:] = rng.uniform(-0.1, 0.1, v.shape)
+        exe.forward(is_train=True)
+        exe.backward()
+        totals.clear()
+        tic = time.perf_counter()
+        for _ in range(steps):
+            exe.forward(is_train=True)
+            exe.backward()
+        whole = time.perf_counter() - tic
+    finally:
+        for table, fn in saved:
+            table['cpu'] = fn
+    rows = [(name, kind, 100 * t / whole, 1000 * t / steps)
+            for (name, kind), t in sorted(totals.items(), key=lambda kv: -kv[1])]
+    outside = whole - sum(totals.values())
+    rows.append(('(outside kernels)', '', 100 * outside / whole, 1000 * outside / steps))
+    return rows

@@ -1,0 +1,156 @@
+"""Training and inference speed of MXNet's classic networks: prints numbers, asserts nothing.
+
+    python benchmarks/zoo.py                                   # a quick subset, ffnumba only
+    python benchmarks/zoo.py --nets lenet,resnet18_v1_32 --batch 1,32 --threads 1,2
+    python benchmarks/zoo.py --mxnet /path/to/mxnet-venv/bin/python   # MXNet 1.9.1 beside it
+    python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time breakdown
+
+Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
+graph) is measured in its own child process per (framework, net, batch, threads), and
+the frameworks alternate for each configuration (interleaved), so a slow phase of the
+machine hits both. Training is one Module step (forward, backward, SGD-momentum update)
+on random data; inference is ``forward(is_train=False)``. Each figure is the median
+samples/s of ``--steps`` timed steps after ``--warmup`` untimed ones (numba compiles
+and MXNet's first-call set-up are excluded). Threads are set for the child through
+``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/``MKL_NUM_THREADS``/``NUMBA_NUM_THREADS``
+and ffnumba's ``FFNUMBA_BLAS_THREADS``.
+
+MXNet's pip build uses MKL-DNN kernels unless ``MXNET_MKLDNN_ENABLED=0`` (``--mxnet-ref``).
+Neither MXNet nor PyTorch is a dependency: they run from the interpreter you name.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QUICK = 'mlp,lenet,resnet18_v1_32,mobilenet_v1'
+
+
+def worker(args):
+    """Run one configuration in this process and print one JSON line."""
+    import numpy as np
+    sys.path.insert(0, HERE)
+    from zoo_nets import NETS
+    if args.framework == 'mxnet':
+        import mxnet as fw
+    else:
+        sys.path.insert(0, os.path.dirname(HERE))
+        import ffnumba as fw
+    import logging
+    logging.disable(logging.WARNING)
+    build, shape = NETS[args.net]
+    sym = build(fw.sym)
+    batch = args.one_batch
+    rng = np.random.default_rng(0)
+    data = fw.nd.array(rng.uniform(0, 1, (batch,) + shape).astype(np.float32))
+    label = fw.nd.array(rng.integers(0, 10, batch).astype(np.float32))
+    result = {'framework': args.framework, 'net': args.net, 'batch': batch,
+              'threads': args.one_threads}
+    for mode in ('train', 'infer'):
+        mod = fw.mod.Module(sym, context=fw.cpu())
+        mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))],
+                 for_training=mode == 'train')
+        mod.init_params(fw.init.Xavier(magnitude=2.0))
+        if mode == 'train':
+            mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.01,
+                                                                  'momentum': 0.9})
+        batch_obj = fw.io.DataBatch([data], [label])
+        times = []
+        for i in range(args.warmup + args.steps):
+            tic = time.perf_counter()
+            if mode == 'train':
+                mod.forward_backward(batch_obj)
+                mod.update()
+            else:
+                mod.forward(batch_obj, is_train=False)
+            out = mod.get_outputs()[0].asnumpy()     # waits for MXNet's async engine
+            if i >= args.warmup:
+                times.append(time.perf_counter() - tic)
+        assert np.isfinite(out).all()
+        result[mode] = batch / float(np.median(times))
+    if args.profile and args.framework == 'ffnumba':
+        from _profile import op_profile
+        result['profile'] = op_profile(fw, sym, {'data': data.asnumpy(),
+                                                 'softmax_label': label.asnumpy()})
+    print(json.dumps(result))
+
+
+def run_one(python, framework, net, batch, threads, args, ref=False):
+    env = dict(os.environ)
+    for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS',
+                'NUMBA_NUM_THREADS', 'FFNUMBA_BLAS_THREADS'):
+        env[var] = str(threads)
+    if ref:
+        env['MXNET_MKLDNN_ENABLED'] = '0'
+    cmd = [python, os.path.abspath(__file__), '--worker', '--framework', framework,
+           '--net', net, '--one-batch', str(batch), '--one-threads', str(threads),
+           '--steps', str(args.steps), '--warmup', str(args.warmup)]
+    if args.profile:
+        cmd.append('--profile')
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    for line in proc.stdout.splitlines()[::-1]:
+        if line.startswith('{'):
+            return json.loads(line)
+    sys.stderr.write('%s %s batch %d: failed\n%s\n' % (framework, net, batch,
+                                                       proc.stderr[-2000:]))
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--nets', default=QUICK, help="comma list of zoo_nets.NETS names, or 'all'")
+    p.add_argument('--batch', default='32', help='comma list of batch sizes')
+    p.add_argument('--threads', default='1,2', help='comma list of thread counts')
+    p.add_argument('--steps', type=int, default=5)
+    p.add_argument('--warmup', type=int, default=2)
+    p.add_argument('--mxnet', help='python interpreter that imports mxnet 1.9.1')
+    p.add_argument('--mxnet-ref', action='store_true',
+                   help='MXNet with MXNET_MKLDNN_ENABLED=0 (its reference kernels)')
+    p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
+    p.add_argument('--timeout', type=int, default=1800)
+    p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
+    p.add_argument('--framework', default='ffnumba', help=argparse.SUPPRESS)
+    p.add_argument('--net', help=argparse.SUPPRESS)
+    p.add_argument('--one-batch', type=int, help=argparse.SUPPRESS)
+    p.add_argument('--one-threads', type=int, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args)
+    sys.path.insert(0, HERE)
+    from zoo_nets import NETS
+    nets = list(NETS) if args.nets == 'all' else args.nets.split(',')
+    unknown = [n for n in nets if n not in NETS]
+    if unknown:
+        p.error('unknown nets %s; choose from %s' % (unknown, ', '.join(NETS)))
+    frameworks = [('ffnumba', sys.executable)]
+    if args.mxnet:
+        frameworks.append(('mxnet', args.mxnet))
+    print('%-16s %5s %3s | %-28s | %-28s' % ('net', 'batch', 'thr', 'train samples/s',
+                                              'infer samples/s'))
+    for net in nets:
+        for batch in (int(b) for b in args.batch.split(',')):
+            for threads in (int(t) for t in args.threads.split(',')):
+                res = {fw: run_one(py, fw, net, batch, threads, args, ref=args.mxnet_ref)
+                       for fw, py in frameworks}
+                mine = res['ffnumba']
+                if mine is None:
+                    continue
+                cells = []
+                for mode in ('train', 'infer'):
+                    cell = '%9.1f' % mine[mode]
+                    other = res.get('mxnet')
+                    if other:
+                        cell += ' mx %9.1f (%.2fx)' % (other[mode], mine[mode] / other[mode])
+                    cells.append(cell)
+                print('%-16s %5d %3d | %-28s | %-28s' % (net, batch, threads, *cells),
+                      flush=True)
+                if args.profile and 'profile' in mine:
+                    for name, kind, share, ms in mine['profile']:
+                        print('      %-22s %-8s %5.1f%% %8.2f ms' % (name, kind, share, ms))
+
+
+if __name__ == '__main__':
+    main()
