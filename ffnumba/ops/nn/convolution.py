@@ -34,11 +34,14 @@ direct one-thread-per-element kernels (``_conv_cuda``).
 Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
 Chellapilla et al. (2006).
 """
+import numpy as np
+
 from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
 from ..registry import OpDef, assign, register_op, shape_assign
 from ..templates import f16_safe
 from . import _conv_cuda as cc
+from . import _depthwise as dwc
 from . import _im2col as ic
 
 __all__ = ['ConvolutionParam', 'conv_output_size', 'check_spatial']
@@ -286,6 +289,11 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     geom = _geom(p, x, y)
+    if dwc.is_depthwise(p, x.shape):
+        w2 = w.reshape(F, -1)
+        dwc.dw_forward(x.reshape(-1), x5, w2, y.reshape(-1),
+                       w2[:, 0] if p.no_bias else inputs[2], not p.no_bias, geom)
+        return
     state = ctx.state if ctx is not None else None
     nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype)
     b = w.reshape(-1) if p.no_bias else inputs[2]
@@ -301,11 +309,22 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     geom = _geom(p, x, dy)
+    dy3 = dy.reshape(dy.shape[0], F, -1)
+    mode_dx, mode_dw = ic.MODES[req[0]], ic.MODES[req[1]]
+    if dwc.is_depthwise(p, x.shape):
+        if mode_dx or mode_dw:
+            w2 = w.reshape(F, -1)
+            dummy = np.zeros(1, x.dtype)
+            dwc.dw_backward(x.reshape(-1), x5, w2, dy.reshape(-1),
+                            in_grads[0].reshape(-1) if mode_dx else dummy,
+                            in_grads[1].reshape(w2.shape) if mode_dw else w2,
+                            mode_dx, mode_dw, geom)
+        if not p.no_bias and req[2] != 'null':
+            ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
+        return
     state = ctx.state if ctx is not None else None
     nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype)
-    dy3 = dy.reshape(dy.shape[0], F, -1)
     w3 = w.reshape(G, F // G, -1)
-    mode_dx, mode_dw = ic.MODES[req[0]], ic.MODES[req[1]]
     if mode_dx or mode_dw:
         dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
         dw = in_grads[1].reshape(w3.shape) if mode_dw else w3

@@ -51,6 +51,37 @@ class TestConvolution3D(OpCase):
         return _ref(p, data, weight, bias)
 
 
+class TestConvolutionDepthwise2D(OpCase):
+    """num_group == channels == num_filter: the direct depthwise kernels (_depthwise.py)."""
+    op = 'Convolution'
+    params = [dict(kernel=(3, 3), num_filter=3, num_group=3, pad=(1, 1), stride=(2, 1)),
+              dict(kernel=(2, 3), num_filter=3, num_group=3, dilate=(2, 1), no_bias=True),
+              dict(kernel=(3, 3), num_filter=3, num_group=3, pad=(2, 2))]
+    shapes = [dict(data=(2, 3, 6, 5))]
+
+    def reference(self, p, data, weight, bias=None):
+        return _ref(p, data, weight, bias)
+
+
+class TestConvolutionDepthwise3D(OpCase):
+    op = 'Convolution'
+    params = [dict(kernel=(2, 2, 2), num_filter=2, num_group=2, stride=(1, 2, 1),
+                   pad=(1, 0, 1))]
+    shapes = [dict(data=(2, 2, 3, 4, 3))]
+
+    def reference(self, p, data, weight, bias=None):
+        return _ref(p, data, weight, bias)
+
+
+class TestConvolutionDepthwise1D(OpCase):
+    op = 'Convolution'
+    params = [dict(kernel=(3,), num_filter=4, num_group=4, stride=(2,), pad=(1,))]
+    shapes = [dict(data=(2, 4, 9))]
+
+    def reference(self, p, data, weight, bias=None):
+        return _ref(p, data, weight, bias)
+
+
 def _ctx():
     return OpContext(True, None, {}, np.random.default_rng(0), 'conv')
 
