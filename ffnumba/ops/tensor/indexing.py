@@ -241,6 +241,12 @@ def _pick_infer(p, in_shapes, aux_shapes):
     return ins, [out], list(aux_shapes)
 
 
+def _cpu_idx(idx):
+    """Flat index values a CPU kernel can read (numba has no float16)."""
+    idx = idx.reshape(-1)
+    return idx.astype(np.float32) if idx.dtype == np.float16 else idx
+
+
 def _pick_run(p, x, idx, out, dims, wrap, op):
     outer, n, inner = dims
     if outer * inner == 0:
@@ -255,10 +261,10 @@ def _pick_run(p, x, idx, out, dims, wrap, op):
         launch_1d(fwd, outer * inner, x3, idx.reshape(idx.size), out.reshape(out.size), wrap)
     elif x.dtype == np.float16:
         o32 = np.empty(out.size, np.float32)
-        _pick_cpu(x3.astype(np.float32), idx.reshape(-1), o32, wrap)
+        _pick_cpu(x3.astype(np.float32), _cpu_idx(idx), o32, wrap)
         out.reshape(-1)[...] = o32
     else:
-        _pick_cpu(x3, idx.reshape(-1), out.reshape(-1), wrap)
+        _pick_cpu(x3, _cpu_idx(idx), out.reshape(-1), wrap)
 
 
 def _pick_grad(og, idx, ig, r, dims, wrap):
@@ -275,10 +281,10 @@ def _pick_grad(og, idx, ig, r, dims, wrap):
         launch_1d(bwd, outer * inner, og.reshape(og.size), idx.reshape(idx.size), g3, wrap)
     elif ig.dtype == np.float16:
         g32 = g3.astype(np.float32)
-        _pick_bwd_cpu(og.reshape(-1).astype(np.float32), idx.reshape(-1), g32, wrap)
+        _pick_bwd_cpu(og.reshape(-1).astype(np.float32), _cpu_idx(idx), g32, wrap)
         g3[...] = g32
     else:
-        _pick_bwd_cpu(og.reshape(-1), idx.reshape(-1), g3, wrap)
+        _pick_bwd_cpu(og.reshape(-1), _cpu_idx(idx), g3, wrap)
 
 
 def _pick_forward(ctx, p, inputs, outputs, aux):
