@@ -329,6 +329,13 @@ def _bt_dims(a, idx):
     return n, a[-1], 1
 
 
+def _bt_types(p, in_types, aux_types):
+    """MXNet: unknown indices are int32 (other index dtypes are accepted here too)."""
+    a = in_types[0]
+    idx = np.dtype('int32') if in_types[1] is None else in_types[1]
+    return [a, idx], [a], list(aux_types)
+
+
 def _bt_infer(p, in_shapes, aux_shapes):
     a, idx = in_shapes
     if a is None or idx is None:
@@ -353,7 +360,7 @@ register_op(OpDef(
     name='batch_take',
     arguments=['a', 'indices'],
     infer_shape=_bt_infer,
-    infer_type=_index_types,
+    infer_type=_bt_types,
     forward={'cpu': _bt_forward, 'gpu': _bt_forward},
     backward={'cpu': _bt_backward, 'gpu': _bt_backward},
     doc='Take one element per row: out[i] = a[i, indices[i]].\n\n`a` (N, M), `indices` '

@@ -147,3 +147,56 @@ def test_float16_backward_through_gather_and_pick():
         assert ex16.grad_dict['x'].dtype == np.float16
         np.testing.assert_allclose(ex16.grad_dict['x'].asnumpy(), ex32.grad_dict['x'].asnumpy())
         np.testing.assert_allclose(ex16.outputs[0].asnumpy(), ex32.outputs[0].asnumpy())
+
+
+# ------------------------------------------------------------------ zero-size dims
+ZERO = [
+    ('slice', dict(begin=(None, 1), end=(None, 3)), [(0, 4)]),
+    ('slice_like', {}, [(0, 3), (0, 2)]),
+    ('_split_v2', dict(sections=2, axis=1), [(0, 4)]),
+    ('tile', dict(reps=(2, 3)), [(0, 2)]),
+    ('repeat', dict(repeats=2, axis=1), [(0, 2)]),
+    ('broadcast_to', dict(shape=(0, 3)), [(0, 1)]),
+    ('broadcast_axis', dict(axis=(1,), size=(3,)), [(0, 1)]),
+    ('broadcast_like', {}, [(0, 1), (0, 4)]),
+    ('reverse', dict(axis=(0,)), [(0, 3)]),
+    ('SwapAxis', dict(dim1=0, dim2=1), [(0, 3)]),
+    ('Pad', dict(mode='reflect', pad_width=P4), [(0, 2, 3, 3)]),
+    ('Crop', dict(num_args=1, h_w=(2, 2)), [(0, 1, 3, 3)]),
+    ('take', {}, [(3, 0), (2,)]),
+    ('pick', dict(axis=1), [(0, 3), (0,)]),
+    ('batch_take', {}, [(0, 3), (0,)]),
+    ('one_hot', dict(depth=3), [(0, 2)]),
+    ('argmax', dict(axis=1), [(0, 3)]),
+    ('topk', dict(k=2, ret_typ='both'), [(0, 3)]),
+    ('sort', {}, [(0, 3)]),
+    ('argsort', dict(axis=0), [(0, 3)]),
+    ('squeeze', {}, [(0, 1)]),
+    ('reshape_like', {}, [(0, 3), (3, 0)]),
+    ('_copy', {}, [(0, 3)]),
+    ('add_n', dict(num_args=2), [(0, 3), (0, 3)]),
+    ('shape_array', {}, [(0, 3)]),
+    ('size_array', {}, [(0, 3)]),
+]
+
+
+def _zero_size_run(dev):
+    from ffnumba.context import cpu, gpu
+    ctx = cpu() if dev == 'cpu' else gpu(0)
+    for op, params, shapes in ZERO:
+        names = ['in%d' % i for i in range(len(shapes))]
+        s = getattr(ff.sym, op)(*[ff.sym.Variable(n) for n in names], **params)
+        exe = s.simple_bind(ctx, **dict(zip(s.list_arguments(), shapes)))
+        outs = exe.forward(is_train=True)
+        exe.backward([ff.nd.zeros(o.shape, ctx=ctx, dtype=o.dtype) for o in outs])
+        for g in exe.grad_dict.values():
+            assert g.size == 0 or not g.asnumpy().any(), op
+
+
+def test_zero_size_dims_do_not_crash():
+    _zero_size_run('cpu')
+
+
+@pytest.mark.gpu
+def test_zero_size_dims_do_not_crash_on_gpu():
+    _zero_size_run('gpu')

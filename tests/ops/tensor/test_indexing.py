@@ -199,6 +199,13 @@ def test_batch_take_matches_mxnet():
     assert ff.nd.batch_take(a, ff.nd.array([0, 5, -1])).asnumpy().tolist() == [0, 7, 8]
     with pytest.raises(ShapeError, match='batch_take'):
         ff.nd.batch_take(a, ff.nd.array([0, 1]))
+    # index dtypes as MXNet infers them: unknown batch_take indices are int32, other
+    # ops' unknown indices take the data's dtype (MXNet leaves them to the float32 default)
+    s = sym.batch_take(sym.Variable('a'), sym.Variable('i'))
+    assert s.infer_type(a='float64')[0] == [np.float64, np.int32]
+    s = sym.take(sym.Variable('a'), sym.Variable('i'))
+    assert s.infer_type(a='float64', i='int32') == ([np.float64, np.int32], [np.float64], [])
+    assert s.infer_type(a='float64')[0] == [np.float64, np.float64]
 
 
 # --------------------------------------------------------------------- one_hot
