@@ -154,7 +154,6 @@ register_op(OpDef(
     aliases=('identity',),
     arguments=['data'],
     infer_shape=same_shape,
-    hint='identity',
     doc='Copy of the input (gradient: the head gradient).\n\nSource: MXNet 1.x ``_copy`` '
         '(alias ``identity``).\n',
     input_docs={'data': 'Input array.'},

@@ -195,11 +195,36 @@ register_op(OpDef(
 
 
 # ------------------------------------------------------------------- split_v2
-class SplitV2Param(Params):
-    """Parameters of :func:`_split_v2` (``split_v2``)."""
+class _IntOrTuple(Field):
+    """split_v2's ``indices_or_sections``: an int or a tuple of ints, kept as given."""
 
-    indices_or_sections = Field(object, None, 'split_v2 convenience: an int k (k equal '
-                                              'sections) or a tuple of split points.')
+    def __init__(self, doc):
+        super().__init__(Shape, None, doc)
+
+    def rule(self):
+        return 'an int or a tuple of ints'
+
+    def parse(self, op_name, value):
+        if isinstance(value, str):
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise ParamError('%s: `indices_or_sections` must be an int or a tuple of ints. '
+                                 'Received: %r' % (op_name, value)) from None
+        return value
+
+
+class SplitV2Param(Params):
+    """Parameters of :func:`_split_v2` (``split_v2``).
+
+    ``split_v2(x, indices_or_sections)`` is MXNet's Python wrapper of the
+    ``_split_v2`` operator: :meth:`validate` turns ``indices_or_sections`` into
+    the operator's ``indices`` (with a leading 0) or ``sections`` and stores
+    those in the JSON attrs, as MXNet's wrapper does.
+    """
+
+    indices_or_sections = _IntOrTuple('split_v2 convenience: an int k (k equal sections) '
+                                      'or a tuple of split points.')
     axis = Field(int, 1, 'Axis to split (negative counts from the end); split_v2 passes 0 '
                          'by default.')
     squeeze_axis = Field(bool, False, 'Drop the split axis (each part must have size 1).')
@@ -232,24 +257,6 @@ class SplitV2Param(Params):
             self._values['axis'] = 0
             raw['axis'] = '0'
         raw.setdefault('squeeze_axis', str(self.squeeze_axis))
-
-
-def _fix_ios(field):
-    """``indices_or_sections`` keeps ints and tuples as given (JSON strings parsed)."""
-    def parse(op_name, value):
-        if isinstance(value, str):
-            try:
-                value = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
-                raise ParamError('%s: `indices_or_sections` must be an int or a tuple of ints. '
-                                 'Received: %r' % (op_name, value)) from None
-        return value
-    field.parse = parse
-    field.rule = lambda: 'an int or a tuple of ints'
-    return field
-
-
-_fix_ios(SplitV2Param._fields['indices_or_sections'])
 
 
 def _split_bounds(p, shape):

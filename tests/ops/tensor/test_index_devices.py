@@ -200,3 +200,17 @@ def test_zero_size_dims_do_not_crash():
 @pytest.mark.gpu
 def test_zero_size_dims_do_not_crash_on_gpu():
     _zero_size_run('gpu')
+
+
+NAMES = ['argmax', 'argmin', 'argmax_channel', 'slice', 'crop', 'slice_like', 'take', 'pick',
+         'choose_element_0index', 'batch_take', 'one_hot', 'topk', 'sort', 'argsort', 'tile',
+         'repeat', 'squeeze', 'SwapAxis', 'swapaxes', 'flip', 'reverse', 'broadcast_to',
+         'broadcast_axis', 'broadcast_axes', 'broadcast_like', 'reshape_like', 'shape_array',
+         'size_array', 'identity', '_copy', 'ElementWiseSum', 'add_n', 'split_v2', '_split_v2',
+         'Pad', 'pad', 'Crop']
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_symbolic_and_imperative_functions_exist(name):
+    assert callable(getattr(ff.sym, name)) and callable(getattr(ff.nd, name))
+    assert getattr(ff.nd, name).__doc__ and getattr(ff.sym, name).__doc__
