@@ -67,9 +67,10 @@ class Plan:
 
 
 @njit(**JIT)
-def _src(idx, offs, maps, strides):
+def _row_base(idx, last, offs, maps, strides):
+    """Source offset of the row ``idx[:last]`` (-1: the row is fill)."""
     s = 0
-    for d in range(idx.size):
+    for d in range(last):
         m = maps[offs[d] + idx[d]]
         if m < 0:
             return -1
@@ -78,8 +79,8 @@ def _src(idx, offs, maps, strides):
 
 
 @njit(**JIT)
-def _step(idx, shape):
-    for d in range(idx.size - 1, -1, -1):
+def _next_row(idx, last, shape):
+    for d in range(last - 1, -1, -1):
         idx[d] += 1
         if idx[d] < shape[d]:
             return
@@ -88,21 +89,45 @@ def _step(idx, shape):
 
 @njit(**JIT)
 def _gather_cpu(x, out, shape, offs, maps, strides, fill):
+    # rows of the last output axis: outer axes resolved once per row, then a tight loop
+    last = shape.size - 1
+    if last < 0:
+        out[0] = x[0]
+        return
+    n, lo, st = shape[last], offs[last], strides[last]
+    if n == 0:
+        return
     idx = np.zeros(shape.size, np.int64)
-    for i in range(out.size):
-        s = _src(idx, offs, maps, strides)
-        out[i] = fill if s < 0 else x[s]
-        _step(idx, shape)
+    for r in range(out.size // n):
+        base, o = _row_base(idx, last, offs, maps, strides), r * n
+        if base < 0:
+            for j in range(n):
+                out[o + j] = fill
+        else:
+            for j in range(n):
+                m = maps[lo + j]
+                out[o + j] = fill if m < 0 else x[base + m * st]
+        _next_row(idx, last, shape)
 
 
 @njit(**JIT)
 def _scatter_cpu(og, ig, shape, offs, maps, strides):
+    last = shape.size - 1
+    if last < 0:
+        ig[0] += og[0]
+        return
+    n, lo, st = shape[last], offs[last], strides[last]
+    if n == 0:
+        return
     idx = np.zeros(shape.size, np.int64)
-    for i in range(og.size):
-        s = _src(idx, offs, maps, strides)
-        if s >= 0:
-            ig[s] += og[i]
-        _step(idx, shape)
+    for r in range(og.size // n):
+        base, o = _row_base(idx, last, offs, maps, strides), r * n
+        if base >= 0:
+            for j in range(n):
+                m = maps[lo + j]
+                if m >= 0:
+                    ig[base + m * st] += og[o + j]
+        _next_row(idx, last, shape)
 
 
 def _build_gpu():
