@@ -55,7 +55,8 @@ def _one_input(out_fn):
 class TileParam(Params):
     """Parameters of :func:`tile`."""
 
-    reps = Field(Shape, doc='Repetitions per axis (aligned to the last axes).', low=0)
+    reps = Field(Shape, doc='Repetitions per axis (aligned to the last axes), each >= 1 '
+                            '(MXNet 1.x rejects 0); () keeps the input.', low=1)
 
 
 def _tile_shapes(p, d):
@@ -146,7 +147,7 @@ class BroadcastAxisParam(Params):
     """Parameters of :func:`broadcast_axis`."""
 
     axis = Field(Shape, (), 'Axes to broadcast (each of size 1 in the input).')
-    size = Field(Shape, (), 'Target size of each axis in `axis`.', low=1)
+    size = Field(Shape, (), 'Target size of each axis in `axis`.', low=0)
 
     def validate(self):
         if len(self.axis) != len(self.size):

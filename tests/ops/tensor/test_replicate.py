@@ -36,7 +36,11 @@ def test_tile_shapes_match_mxnet():
     a = ff.nd.ones((3, 4))
     assert ff.nd.tile(a, reps=(2,)).shape == (3, 8)          # MXNet 1.9.1
     assert ff.nd.tile(a, reps=(2, 1, 1)).shape == (2, 3, 4)
-    assert ff.nd.tile(a, reps=(0, 2)).shape == (0, 8)        # zero reps: empty, no crash
+    assert ff.nd.tile(a, reps=()).shape == (3, 4)
+    assert ff.nd.tile(ff.nd.ones((0, 2)), reps=(2, 2)).shape == (0, 4)
+    for bad in [(1, 2, -3), (1, 0, 3)]:                     # MXNet 1.9.1 rejects both
+        with pytest.raises(ParamError, match='tile: `reps`'):
+            ff.nd.tile(a, reps=bad)
 
 
 # ---------------------------------------------------------------------- repeat
