@@ -327,9 +327,10 @@ def _order_forward(p, x, outputs, op):
     perm = np.empty((outer, n, inner), np.int64)
     xc = x3.astype(np.float64)
     _perm_cpu(xc, p.is_ascend, perm)
-    v3 = np.empty((outer, k, inner), np.float64)
-    i3 = np.empty((outer, k, inner), np.float64)
-    m3 = np.empty((outer, n, inner), np.float64)
+    none = np.empty((1, 1, 1), np.float64)      # stands in for an output not asked for
+    v3 = np.empty((outer, k, inner), np.float64) if want_v else none
+    i3 = np.empty((outer, k, inner), np.float64) if want_i else none
+    m3 = np.empty((outer, n, inner), np.float64) if want_m else none
     _fill_cpu(xc, perm, k, v3, i3, m3, want_v, want_i, want_m)
     for arr, tmp in ((vals, v3), (idxs, i3), (mask, m3)):
         if arr is not None:
