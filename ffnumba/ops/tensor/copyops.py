@@ -58,6 +58,9 @@ def _squeeze_out(p, d):
         drop = set()
         for a in p.axis:
             ax = _axis(a, len(d), 'axis', 'squeeze', d)
+            if ax in drop:
+                raise ShapeError('squeeze: axis %d is listed twice in axis=%s (input shape %s)'
+                                 % (ax, tuple(p.axis), d))
             if d[ax] != 1:
                 raise ShapeError('squeeze: axis %d of input shape %s has size %d, not 1'
                                  % (ax, d, d[ax]))

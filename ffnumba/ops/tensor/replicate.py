@@ -157,9 +157,13 @@ class BroadcastAxisParam(Params):
 
 
 def _bax_out(p, d):
-    out = list(d)
+    out, seen = list(d), set()
     for a, n in zip(p.axis, p.size):
         ax = _axis(a, len(d), 'axis', 'broadcast_axis', d)
+        if ax in seen:
+            raise ShapeError('broadcast_axis: axis %d is listed twice in axis=%s (input shape '
+                             '%s)' % (ax, tuple(p.axis), tuple(d)))
+        seen.add(ax)
         if d[ax] != 1 and d[ax] != n:
             raise ShapeError('broadcast_axis: axis %d of input shape %s must be 1 to broadcast '
                              'to size %d' % (ax, tuple(d), n))
@@ -225,9 +229,9 @@ class ReverseParam(Params):
 def _reverse_plan(p, shapes):
     d = shapes[0]
     maps = [np.arange(n) for n in d]
-    for a in p.axis:
+    for a in p.axis:      # an axis listed twice is reversed twice (as MXNet 1.9.1 does)
         ax = _axis(a, len(d), 'axis', 'reverse', d)
-        maps[ax] = np.arange(d[ax] - 1, -1, -1)
+        maps[ax] = maps[ax][::-1]
     return Plan(maps, cstrides(d))
 
 
@@ -239,7 +243,8 @@ def _reverse_out(p, d):
 
 _register('reverse', ReverseParam, _one_input(_reverse_out), _reverse_plan,
           'Reverse the order of elements along `axis`.\n\n[[0, 1], [2, 3]] with axis=1 -> '
-          '[[1, 0], [3, 2]].\n\nSource: MXNet 1.x ``reverse`` (alias ``flip``).\n',
+          '[[1, 0], [3, 2]]. An axis listed twice is reversed twice (MXNet 1.9.1); negative '
+          'axes count from the end (MXNet rejects them).\n\nSource: MXNet 1.x ``reverse`` (alias ``flip``).\n',
           aliases=('flip',))
 
 

@@ -18,9 +18,10 @@ _split_v2   ``data``, indices or sections, axis        one part per section
 ``slice``: ``begin``/``end``/``step`` have one entry per leading axis (later
 axes are kept whole); ``None`` means the default (0 / size for a positive
 step, size-1 / "before 0" for a negative one); negatives count from the
-end; out-of-range values are clipped like Python slices. A step of 0, an
-empty result, or more entries than axes raise ShapeError/ParamError (MXNet
-1.9.1 rejects them too).
+end; out-of-range values are clipped like Python slices, and an empty
+range gives a zero-size axis (MXNet 1.9.1: ``begin=3, end=1`` -> size 0). A
+step of 0 (ParamError) or more entries than axes (ShapeError) are refused,
+as in MXNet 1.9.1.
 
 Source: MXNet 1.x ``slice``, ``slice_like`` and ``split_v2`` documentation,
 checked against MXNet 1.9.1.
@@ -99,11 +100,7 @@ def slice_ranges(p, shape, op='slice'):
             out.append(range(n))
             continue
         s = p.step[d] if len(p.step) and p.step[d] is not None else 1
-        r = range(n)[slice(p.begin[d], p.end[d], s)]
-        if len(r) == 0 and n > 0:
-            raise ShapeError('%s: axis %d of input shape %s: begin=%s, end=%s, step=%s selects '
-                             'nothing' % (op, d, shape, p.begin[d], p.end[d], s))
-        out.append(r)
+        out.append(range(n)[slice(p.begin[d], p.end[d], s)])
     return out
 
 
@@ -131,10 +128,11 @@ register_op(OpDef(
     params=SliceParam,
     doc='Slice a region of an array: ``data[b0:e0:s0, b1:e1:s1, ...]``.\n\n'
         'One begin/end/step entry per leading axis; None takes the default, negatives count '
-        'from the end, out-of-range values clip as in Python. (4, 5): begin=(None, 1), '
+        'from the end, out-of-range values clip as in Python (an empty range gives size 0). '
+        '(4, 5): begin=(None, 1), '
         'end=(None, None), step=(-1, 2) -> rows reversed, columns 1 and 3. The gradient '
         'outside the region is 0.\n\nRaises ParamError for mismatched lengths or a 0 step, '
-        'ShapeError for an empty result or too many entries.\n\nSource: MXNet 1.x ``slice``.\n',
+        'ShapeError for more entries than axes.\n\nSource: MXNet 1.x ``slice``.\n',
     input_docs={'data': 'Input array.'},
 ))
 

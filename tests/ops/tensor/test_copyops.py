@@ -29,6 +29,8 @@ def test_squeeze_matches_mxnet():
     assert ff.nd.squeeze(ff.nd.ones((0, 1))).shape == (0,)
     with pytest.raises(ShapeError, match='sq.*size 2, not 1'):
         sym.squeeze(sym.Variable('d'), axis=0, name='sq').infer_shape(d=(2, 3))
+    with pytest.raises(ShapeError, match='twice'):                 # MXNet: duplicate value
+        ff.nd.squeeze(ff.nd.ones((1, 3, 1)), axis=(0, 0))
 
 
 # ---------------------------------------------------------------- reshape_like
