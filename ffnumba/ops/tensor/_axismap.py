@@ -20,6 +20,8 @@ A :class:`Plan` holds the maps; :func:`gather_forward` / :func:`gather_backward`
 run it on either device and honour ``grad_req`` (``'write'`` zeroes the
 gradient first, ``'add'`` accumulates, ``'null'`` does nothing).
 """
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -51,7 +53,7 @@ class Plan:
         Source stride (elements) of each output axis.
     """
 
-    __slots__ = ('shape', 'maps', 'offsets', 'strides', 'size')
+    __slots__ = ('shape', 'maps', 'offsets', 'strides', 'size', 'device_copies')
 
     def __init__(self, maps, strides):
         maps = [np.asarray(m, np.int64).reshape(-1) for m in maps]
@@ -64,6 +66,7 @@ class Plan:
             self.maps = np.zeros(1, np.int64)     # numba wants a non-empty buffer shape
         self.strides = np.array(strides, np.int64).reshape(-1)
         self.size = int(np.prod(self.shape)) if len(maps) else 1
+        self.device_copies = {}      # device id -> the four arrays on that GPU
 
 
 @njit(**JIT)
@@ -176,9 +179,13 @@ def _flat(a):
 
 
 def _to_dev(plan):
+    """The plan's arrays on the current GPU (copied once per device, then reused)."""
     from numba import cuda as _cuda
-    return (_cuda.to_device(plan.shape), _cuda.to_device(plan.offsets),
-            _cuda.to_device(plan.maps), _cuda.to_device(plan.strides))
+    dev = getattr(_cuda.get_current_device(), 'id', 0)     # the simulator's has no id
+    if dev not in plan.device_copies:
+        plan.device_copies[dev] = (_cuda.to_device(plan.shape), _cuda.to_device(plan.offsets),
+                                   _cuda.to_device(plan.maps), _cuda.to_device(plan.strides))
+    return plan.device_copies[dev]
 
 
 def gather_forward(plan, x, out, fill=0.0):
@@ -237,19 +244,25 @@ def make_gather_op(plan_of, fill_of=None):
     ----------
     plan_of : callable(p, in_shapes) -> Plan
         Built from the input shapes (only ``inputs[0]`` is gathered from;
-        other inputs give shapes and get zero gradients).
+        other inputs give shapes and get zero gradients). Plans are cached per
+        ``(p, shapes)`` (the last 256), so a repeated call builds nothing and
+        copies nothing to the GPU.
     fill_of : callable(p) -> float, optional
         The value of map entries < 0 (default 0).
     """
-    def shapes(arrays):
-        return [tuple(a.shape) for a in arrays]
+    @functools.lru_cache(maxsize=256)
+    def cached(p, shapes):
+        return plan_of(p, list(shapes))
+
+    def plan(p, arrays):
+        return cached(p, tuple(tuple(int(d) for d in a.shape) for a in arrays))
 
     def forward(ctx, p, inputs, outputs, aux):
         fill = float(fill_of(p)) if fill_of else 0.0
-        gather_forward(plan_of(p, shapes(inputs)), inputs[0], outputs[0], fill)
+        gather_forward(plan(p, inputs), inputs[0], outputs[0], fill)
 
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-        gather_backward(plan_of(p, shapes(inputs)), out_grads[0], in_grads[0], req[0])
+        gather_backward(plan(p, inputs), out_grads[0], in_grads[0], req[0])
         for g, r in zip(in_grads[1:], req[1:]):
             if r == 'write' and g is not None:
                 zero(g)
