@@ -27,6 +27,7 @@ Source: MXNet 1.x ``slice``, ``slice_like`` and ``split_v2`` documentation,
 checked against MXNet 1.9.1.
 """
 import ast
+import functools
 
 import numpy as np
 
@@ -298,17 +299,21 @@ def _split_infer(p, in_shapes, aux_shapes):
     return list(in_shapes), outs, list(aux_shapes)
 
 
+@functools.lru_cache(maxsize=256)
 def _part_plans(p, shape):
+    """One gather plan per output part (cached per params and input shape)."""
     a, parts = _split_bounds(p, shape)
     st = cstrides(shape)
+    plans = []
     for b, e in parts:
         maps = [np.arange(n) for n in shape]
         maps[a] = np.arange(b, e)
-        yield Plan(maps, st)
+        plans.append(Plan(maps, st))
+    return plans
 
 
 def _split_forward(ctx, p, inputs, outputs, aux):
-    for plan, out in zip(_part_plans(p, tuple(inputs[0].shape)), outputs):
+    for plan, out in zip(_part_plans(p, tuple(int(d) for d in inputs[0].shape)), outputs):
         gather_forward(plan, inputs[0], out)
 
 
@@ -317,7 +322,7 @@ def _split_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         return
     if req[0] == 'write':
         zero(in_grads[0])
-    for plan, og in zip(_part_plans(p, tuple(inputs[0].shape)), out_grads):
+    for plan, og in zip(_part_plans(p, tuple(int(d) for d in inputs[0].shape)), out_grads):
         if og is not None:
             gather_backward(plan, og, in_grads[0], 'add')
 
