@@ -7,9 +7,11 @@ flattened input, ``(1, size, 1)``).
 Ordering is stable: equal values keep their index order, so ``argmax`` /
 ``argmin`` return the first extreme index and a descending sort of
 ``[3, 1, 1, 2]`` gives indices ``[0, 3, 1, 2]`` (as MXNet 1.9.1). The CPU
-kernels sort each row with a stable merge sort (``@njit``); the GPU twins
+kernels sort one row at a time with a stable merge sort (``@njit``, a
+row-sized scratch buffer; a small k partitions the row first); the GPU twins
 rank every element against its row (``rank(j) = #{l : x_l before x_j}``, one
-thread per element), which needs no scratch memory.
+thread per element), which needs no scratch memory; rows longer than
+``GPU_RANK_MAX`` are sorted on the host instead.
 
 Outputs and gradients
 ---------------------
@@ -172,29 +174,51 @@ _make_arg('argmax_channel', True, lambda p: 1, lambda p: False, ArgMaxChannelPar
 
 # ------------------------------------------------------------------ sort kernels
 @njit(**JIT)
-def _perm_cpu(x, asc, perm):
-    """``perm[o, r, i]``: index along the row of the element of rank ``r`` (stable)."""
+def _row_order(x, o, i, asc, buf, k):
+    """The first ``k`` positions of row ``x[o, :, i]`` in stable order.
+
+    Ascending, or descending by ordering ``-x``; ties keep index order. For a
+    small ``k`` the row is partitioned around its k-th key first (O(n)), and
+    only the k chosen positions are sorted.
+    """
+    n = buf.size
+    for j in range(n):
+        v = np.float64(x[o, j, i])        # float first: no unsigned wrap-around on negation
+        buf[j] = v if asc else -v
+    if 4 * k >= n:
+        return np.argsort(buf, kind='mergesort')
+    kth = np.partition(buf, k - 1)[k - 1]
+    sel = np.empty(k, np.int64)
+    c = 0
+    for j in range(n):                    # keys below the k-th, in index order
+        if buf[j] < kth:
+            sel[c] = j
+            c += 1
+    for j in range(n):                    # then the first keys equal to it
+        if c < k and buf[j] == kth:
+            sel[c] = j
+            c += 1
+    if c < k:                             # NaN keys: fall back to the full sort
+        return np.argsort(buf, kind='mergesort')
+    keys = np.empty(k, np.float64)
+    for r in range(k):
+        keys[r] = buf[sel[r]]
+    return sel[np.argsort(keys, kind='mergesort')]
+
+
+@njit(**JIT)
+def _topk_cpu(x, k, asc, vals, idxs, mask, want_v, want_i, want_m):
+    # one row at a time: only a row-sized scratch buffer besides the outputs
     outer, n, inner = x.shape
     buf = np.empty(n, np.float64)
     for o in range(outer):
         for i in range(inner):
-            for j in range(n):
-                buf[j] = x[o, j, i] if asc else -x[o, j, i]
-            order = np.argsort(buf, kind='mergesort')
-            for r in range(n):
-                perm[o, r, i] = order[r]
-
-
-@njit(**JIT)
-def _fill_cpu(x, perm, k, vals, idxs, mask, want_v, want_i, want_m):
-    outer, n, inner = x.shape
-    for o in range(outer):
-        for i in range(inner):
+            order = _row_order(x, o, i, asc, buf, k)
             if want_m:
                 for j in range(n):
                     mask[o, j, i] = 0
             for r in range(k):
-                j = perm[o, r, i]
+                j = order[r]
                 if want_v:
                     vals[o, r, i] = x[o, j, i]
                 if want_i:
@@ -204,12 +228,17 @@ def _fill_cpu(x, perm, k, vals, idxs, mask, want_v, want_i, want_m):
 
 
 @njit(**JIT)
-def _scatter_cpu(og, perm, k, ig):
-    outer, n, inner = ig.shape
+def _topk_bwd_cpu(x, k, asc, og, ig, add):
+    outer, n, inner = x.shape
+    buf = np.empty(n, np.float64)
     for o in range(outer):
         for i in range(inner):
+            order = _row_order(x, o, i, asc, buf, k)
+            if not add:
+                for j in range(n):
+                    ig[o, j, i] = 0
             for r in range(k):
-                ig[o, perm[o, r, i], i] += og[o, r, i]
+                ig[o, order[r], i] += og[o, r, i]
 
 
 def _build_order_gpu():
@@ -259,6 +288,10 @@ def _build_order_gpu():
 
 
 _ORDER_GPU = LazyCudaKernel(_build_order_gpu)
+
+#: Longest row the GPU kernels rank in place (O(n^2) work per row); longer rows are
+#: sorted on the host (a copy each way).
+GPU_RANK_MAX = 2048
 
 
 # ------------------------------------------------------------------------ topk
@@ -314,6 +347,13 @@ def _order_forward(p, x, outputs, op):
     idxs = outs.pop(0) if want_i else None
     mask = outs.pop(0) if want_m else None
     x3 = _as3(x, outer, n, inner)
+    if is_gpu(x) and n > GPU_RANK_MAX:
+        # long rows: the per-element rank is O(n^2); sort on the host instead
+        host = [np.empty(tuple(a.shape), a.dtype) for a in outputs]
+        _order_forward(p, x.copy_to_host(), host, op)
+        for dev, h in zip(outputs, host):
+            dev.copy_to_device(h)
+        return
     if is_gpu(x):
         from numba import cuda as _cuda
         dummy = _cuda.device_array((1, 1, 1), np.float64)
@@ -324,16 +364,14 @@ def _order_forward(p, x, outputs, op):
         launch_1d(fwd, outer * n * inner, x3, k, p.is_ascend, v3, i3, m3, want_v, want_i,
                   want_m)
         return
-    perm = np.empty((outer, n, inner), np.int64)
-    xc = x3.astype(np.float64)
-    _perm_cpu(xc, p.is_ascend, perm)
+    f32 = lambda a: a.astype(np.float32) if a.dtype == np.float16 else a   # noqa: E731
     none = np.empty((1, 1, 1), np.float64)      # stands in for an output not asked for
-    v3 = np.empty((outer, k, inner), np.float64) if want_v else none
-    i3 = np.empty((outer, k, inner), np.float64) if want_i else none
-    m3 = np.empty((outer, n, inner), np.float64) if want_m else none
-    _fill_cpu(xc, perm, k, v3, i3, m3, want_v, want_i, want_m)
+    v3 = f32(_as3(vals, outer, k, inner)) if want_v else none
+    i3 = f32(_as3(idxs, outer, k, inner)) if want_i else none
+    m3 = f32(_as3(mask, outer, n, inner)) if want_m else none
+    _topk_cpu(f32(x3), k, p.is_ascend, v3, i3, m3, want_v, want_i, want_m)
     for arr, tmp in ((vals, v3), (idxs, i3), (mask, m3)):
-        if arr is not None:
+        if arr is not None and arr.dtype == np.float16:
             arr.reshape(tmp.shape)[...] = tmp
 
 
@@ -346,20 +384,24 @@ def _order_backward(p, x, og, ig, r, op):
         if r == 'write':
             zero(ig)
         return
+    if is_gpu(x) and n > GPU_RANK_MAX:
+        g = ig.copy_to_host()
+        _order_backward(p, x.copy_to_host(), og.copy_to_host(), g, r, op)
+        ig.copy_to_device(g)
+        return
     x3, g3 = _as3(x, outer, n, inner), _as3(ig, outer, n, inner)
     if is_gpu(x):
         _, bwd = _ORDER_GPU.kernel
         launch_1d(bwd, outer * n * inner, x3, k, p.is_ascend, _as3(og, outer, k, inner), g3,
                   r == 'add')
         return
-    perm = np.empty((outer, n, inner), np.int64)
-    _perm_cpu(x3.astype(np.float64), p.is_ascend, perm)
-    acc = np.zeros((outer, n, inner), np.float64)
-    _scatter_cpu(_as3(og, outer, k, inner).astype(np.float64), perm, k, acc)
-    if r == 'write':
-        g3[...] = acc
+    if ig.dtype == np.float16:
+        g32 = g3.astype(np.float32)
+        _topk_bwd_cpu(x3.astype(np.float32), k, p.is_ascend,
+                      _as3(og, outer, k, inner).astype(np.float32), g32, r == 'add')
+        g3[...] = g32
     else:
-        g3 += acc.astype(g3.dtype)
+        _topk_bwd_cpu(x3, k, p.is_ascend, _as3(og, outer, k, inner), g3, r == 'add')
 
 
 def _topk_forward(ctx, p, inputs, outputs, aux):

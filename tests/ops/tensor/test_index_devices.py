@@ -214,3 +214,23 @@ NAMES = ['argmax', 'argmin', 'argmax_channel', 'slice', 'crop', 'slice_like', 't
 def test_symbolic_and_imperative_functions_exist(name):
     assert callable(getattr(ff.sym, name)) and callable(getattr(ff.nd, name))
     assert getattr(ff.nd, name).__doc__ and getattr(ff.sym, name).__doc__
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('op, params', [
+    ('topk', dict(k=2, ret_typ='both')), ('topk', dict(k=3, ret_typ='mask')),
+    ('sort', dict(is_ascend=False)), ('argsort', {})])
+def test_gpu_long_rows_sort_on_the_host(monkeypatch, op, params):
+    from ffnumba.ops.tensor import ordering
+    monkeypatch.setattr(ordering, 'GPU_RANK_MAX', 3)       # rows of 6 take the host path
+    rng = np.random.default_rng(5)
+    opdef = get_op(op)
+    p = opdef.parse_params(params)
+    arrays = [rng.uniform(-1, 1, (4, 6))]
+    _, outs, _ = opdef.infer_shape(p, [(4, 6)], [])
+    heads = [rng.standard_normal(s) for s in outs]
+    init = [rng.standard_normal((4, 6))]
+    cpu = _run('cpu', opdef, p, arrays, outs, heads, init)
+    gpu = _run('gpu', opdef, p, arrays, outs, heads, init)
+    for a, b in zip(cpu[0] + cpu[1], gpu[0] + gpu[1]):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)

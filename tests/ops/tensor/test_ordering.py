@@ -212,3 +212,30 @@ def test_sort_argsort_match_mxnet():
     assert ff.nd.sort(ff.nd.array([[3, 1], [2, 1]]), axis=None).asnumpy().tolist() == [1, 1, 2, 3]
     assert ff.nd.argsort(x, dtype='int64').dtype == np.int64
     assert ff.nd.sort(ff.nd.ones((0, 3))).shape == (0, 3)
+
+
+@pytest.mark.parametrize('asc', [False, True])
+def test_topk_small_k_on_long_rows_with_ties(asc):
+    # k much smaller than the row takes the partition path; ties keep index order
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 6, (3, 40)).astype(np.float64)
+    for k in (1, 3, 9):
+        ref = np.argsort(a if asc else -a, axis=1, kind='stable')[:, :k]
+        x = ff.nd.array(a, dtype='float64')
+        got = ff.nd.topk(x, k=k, is_ascend=asc).asnumpy()
+        np.testing.assert_array_equal(got, ref)
+        mask = np.zeros_like(a)
+        np.put_along_axis(mask, ref, 1.0, 1)
+        np.testing.assert_array_equal(ff.nd.topk(x, k=k, is_ascend=asc, ret_typ='mask').asnumpy(),
+                                      mask)
+        # the value gradient lands on the chosen elements
+        s = sym.topk(sym.Variable('d'), k=k, is_ascend=asc, ret_typ='value')
+        exe = s.simple_bind(ff.cpu(), d=a.shape, type_dict={'d': 'float64'})
+        exe.arg_dict['d'][:] = a
+        exe.forward(is_train=True)
+        head = rng.standard_normal((3, k))
+        exe.backward(ff.nd.array(head, dtype='float64'))
+        expect = np.zeros_like(a)
+        np.put_along_axis(expect, ref, head, 1)
+        np.testing.assert_array_equal(exe.grad_dict['d'].asnumpy(), expect)
+        np.testing.assert_array_equal(exe.outputs[0].asnumpy(), np.take_along_axis(a, ref, 1))
