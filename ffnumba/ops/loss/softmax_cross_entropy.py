@@ -63,7 +63,7 @@ def _check_labels(ctx, label_host, k):
 
 @njit(**JIT)
 def _row_loss(x, label, i):
-    """log-sum-exp of row i minus its label entry (shared by CPU and GPU kernels)."""
+    """log-sum-exp of row i minus its label entry."""
     k = x.shape[1]
     m = x[i, 0]
     for j in range(1, k):
@@ -114,11 +114,20 @@ def _bwd_cpu(x, label, og, add, gx):
 def _build_gpu():
     import_cuda(globals())
 
+    # (the CPU row helpers take arrays, which the CUDA simulator cannot pass to an
+    # njit function, so the row loops are written out again here)
     @cuda.jit
     def rows(x, label, tmp):
         start, stride = cuda.grid(1), cuda.gridsize(1)
+        k = x.shape[1]
         for i in range(start, x.shape[0], stride):
-            tmp[i] = _row_loss(x, label, i)
+            m = x[i, 0]
+            for j in range(1, k):
+                m = max(m, x[i, j])
+            s = 0.0
+            for j in range(k):
+                s += math.exp(x[i, j] - m)
+            tmp[i] = m + math.log(s) - x[i, int(label[i])]
 
     @cuda.jit
     def total(tmp, out):
@@ -131,8 +140,24 @@ def _build_gpu():
     @cuda.jit
     def grad(x, label, og, add, gx):
         start, stride = cuda.grid(1), cuda.gridsize(1)
+        k = x.shape[1]
+        g = og[0]
         for i in range(start, x.shape[0], stride):
-            _row_grad(x, label, i, og[0], add, gx)
+            m = x[i, 0]
+            for j in range(1, k):
+                m = max(m, x[i, j])
+            s = 0.0
+            for j in range(k):
+                s += math.exp(x[i, j] - m)
+            lab = int(label[i])
+            for j in range(k):
+                v = math.exp(x[i, j] - m) / s
+                if j == lab:
+                    v -= 1.0
+                if add:
+                    gx[i, j] += g * v
+                else:
+                    gx[i, j] = g * v
 
     return rows, total, grad
 
