@@ -127,6 +127,41 @@ def test_output_size_property(i, k, s, q, conv, pool_type, two_d):
     np.testing.assert_allclose(y, _ref(p, x)[0], rtol=1e-12, atol=1e-12)
 
 
+class TestSamePooling(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(3,), stride=(2,), pooling_convention='same'),
+              dict(kernel=(4,), stride=(1,), pool_type='avg', pooling_convention='same'),
+              dict(kernel=(2,), stride=(3,), pool_type='sum', pooling_convention='same')]
+    shapes = [dict(data=(2, 3, 7)), dict(data=(1, 2, 5))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+class TestSamePooling2D(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(3, 2), stride=(2, 2), pooling_convention='same'),
+              dict(kernel=(2, 3), stride=(1, 2), pool_type='avg', pooling_convention='same')]
+    shapes = [dict(data=(2, 2, 5, 4))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+@pytest.mark.parametrize('kw, want', [
+    # MXNet 1.9.1 on arange(7) (1-D; MXNet needs pad=(0, 0, 0) to run 'same' imperatively)
+    (dict(kernel=(3,), stride=(2,)), [2, 4, 6, 6]),
+    (dict(kernel=(3,), stride=(2,), pool_type='avg'), [1, 3, 5, 6]),
+    (dict(kernel=(3,), stride=(2,), pool_type='sum'), [3, 9, 15, 6]),
+    (dict(kernel=(4,), stride=(1,), pool_type='avg'), [1.5, 2.5, 3.5, 4.5, 5, 5.5, 6]),
+    (dict(kernel=(2,), stride=(3,), pool_type='sum'), [1, 7, 6]),
+])
+def test_same_convention_matches_mxnet(kw, want):
+    x = np.arange(7.).reshape(1, 1, 7)
+    y, _ = _run(dict(kw, pooling_convention='same'), x)
+    np.testing.assert_allclose(y[0, 0], want)
+
+
 def test_known_values_from_mxnet():
     """Values printed by MXNet 1.9.1 (non-MKLDNN) for a tiny 1-D input."""
     x = np.arange(1.0, 6.0).reshape(1, 1, 5)
@@ -177,7 +212,7 @@ def test_kernels_dtype_and_req(pool_type, req, dtype):
     (dict(kernel=(2, 2), stride=(2,)), 'stride'),
     (dict(kernel=(2, 2), pad=(1, 1, 1)), 'pad'),
     (dict(kernel=(2, 2), stride=(0, 1)), 'stride'),
-    (dict(kernel=(2,), pooling_convention='same'), 'pooling_convention'),
+    (dict(kernel=(2,), pad=(1,), pooling_convention='same'), 'pad'),
     (dict(kernel=(2, 2), pool_type='lp'), 'p_value'),
     (dict(kernel=(2, 2), pool_type='lp', p_value=4), 'p_value'),
     (dict(kernel=(2, 2), pool_type='median'), 'pool_type'),
