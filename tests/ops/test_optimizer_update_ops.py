@@ -197,3 +197,21 @@ def test_plain_ops_accept_float16():
                      dtype='float16')
     exe.forward()
     np.testing.assert_allclose(exe.outputs[0].asnumpy(), [0.5, 1.5])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('dtype', ['float16', 'float32'])
+def test_gpu_states_and_mp_match_cpu(dtype):
+    def run(ctx):
+        rng = np.random.default_rng(0)
+        w = nd.array(rng.uniform(-1, 1, 6), ctx=ctx, dtype=dtype)
+        m = nd.array(rng.uniform(-1, 1, 6), ctx=ctx, dtype=dtype)
+        g = nd.array(rng.uniform(-1, 1, 6), ctx=ctx, dtype=dtype)
+        nd.sgd_mom_update(w, g, m, lr=0.1, momentum=0.9, wd=0.01, out=w)
+        w32 = w.astype('float32')
+        m32 = nd.zeros(6, ctx=ctx)
+        nd.mp_sgd_mom_update(w, g, m32, w32, lr=0.1, momentum=0.9, out=w)
+        return [a.asnumpy().astype(np.float64) for a in (w, m, w32, m32)]
+    tol = 1e-3 if dtype == 'float16' else 1e-6
+    for a, b in zip(run(ff.gpu(0)), run(ff.cpu())):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)

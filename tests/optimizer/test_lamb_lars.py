@@ -86,3 +86,18 @@ def test_float16_multi_precision_masters():
 def test_bad_hyper_parameters(name, kw, field):
     with pytest.raises(ParamError, match=field):
         opt.create(name, **kw)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('name, kw', [('lamb', dict(wd=0.1, clip_gradient=0.7)),
+                                      ('lars', dict(momentum=0.9, wd=0.1, eta=0.02))])
+def test_gpu_update_equals_cpu(name, kw):
+    def run(ctx):
+        rng = np.random.default_rng(0)
+        u = opt.get_updater(opt.create(name, learning_rate=0.1, **kw))
+        w = nd.array(rng.uniform(-1, 1, (2, 5)), ctx=ctx)
+        for _ in range(2):
+            u(0, nd.array(rng.uniform(-2, 2, (2, 5)), ctx=ctx), w)
+        return w
+    np.testing.assert_allclose(run(ff.gpu(0)).asnumpy(), run(ff.cpu()).asnumpy(),
+                               rtol=1e-5, atol=1e-6)
