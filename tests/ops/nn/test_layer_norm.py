@@ -1,4 +1,7 @@
-"""LayerNorm, GroupNorm, InstanceNorm: OpCase rows, shapes, MXNet 1.9.1 values."""
+"""LayerNorm, GroupNorm, InstanceNorm (+ L2Normalization goldens): OpCase rows, MXNet values."""
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -6,7 +9,7 @@ import ffnumba.symbol as sym
 from ffnumba import ndarray as nd
 from ffnumba.base import ParamError, ShapeError
 from ffnumba.ops.registry import get_op
-from ffnumba.testing import OpCase, check_symbolic_backward
+from ffnumba.testing import OpCase, bind_numpy, check_symbolic_backward
 
 
 def _norm(x, axes, eps):
@@ -128,3 +131,23 @@ def test_bad_shapes_and_params_raise():
             get_op(op).parse_params(dict(eps=float('nan')))
     with pytest.raises(ParamError, match='num_groups'):
         get_op('GroupNorm').parse_params(dict(num_groups=0))
+
+
+_GOLDEN = np.load(os.path.join(os.path.dirname(__file__), '..', '..', 'data',
+                               'norm_ops_golden.npz'))
+
+
+@pytest.mark.parametrize('case', json.loads(str(_GOLDEN['cases'])), ids=lambda c: c[0])
+def test_matches_mxnet_golden(case):
+    """Forward and every gradient against MXNet 1.9.1 (float32; tools/make_norm_fixtures.py)."""
+    name, op, params, names = case
+    s = getattr(sym, op)(*[sym.Variable(n) for n in names], name='o', **params)
+    loc = {n: _GOLDEN['%s|%s' % (name, n)] for n in names}
+    exe = bind_numpy(s, loc, grad_req='write')
+    exe.forward(is_train=True)
+    exe.backward([nd.array(_GOLDEN[name + '|head'])])
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), _GOLDEN[name + '|output'],
+                               rtol=1e-5, atol=1e-5)
+    for n in names:
+        np.testing.assert_allclose(exe.grad_dict[n].asnumpy(), _GOLDEN['%s|grad_%s' % (name, n)],
+                                   rtol=1e-4, atol=1e-5, err_msg=n)
