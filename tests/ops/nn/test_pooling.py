@@ -148,6 +148,18 @@ class TestSamePooling2D(OpCase):
         return [_ref(p, data)[0]]
 
 
+@given(i=st.integers(1, 9), k=st.integers(1, 5), s=st.integers(1, 3),
+       pool_type=st.sampled_from(['max', 'avg', 'sum']), two_d=st.booleans())
+def test_same_output_size_property(i, k, s, pool_type, two_d):
+    """'same': ceil(i / s) outputs whatever the kernel (even one larger than the input)."""
+    nd = 2 if two_d else 1
+    p = dict(kernel=(k,) * nd, stride=(s,) * nd, pooling_convention='same', pool_type=pool_type)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 2) + (i,) * nd)
+    y, _ = _run(p, x)
+    assert y.shape == (1, 2) + (-(-i // s),) * nd
+    np.testing.assert_allclose(y, _ref(p, x)[0], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize('kw, want', [
     # MXNet 1.9.1 on arange(7) (1-D; MXNet needs pad=(0, 0, 0) to run 'same' imperatively)
     (dict(kernel=(3,), stride=(2,)), [2, 4, 6, 6]),
