@@ -203,6 +203,20 @@ def _build_gpu():
 
 _GPU = LazyCudaKernel(_build_gpu)
 _NO_LEN = np.zeros((1, 1), np.int64)
+_DEV_NO_LEN = {}
+
+
+def _no_len_device():
+    """The dummy length array on the current GPU (made once per device)."""
+    import_cuda(globals())
+    try:
+        dev = cuda.get_current_device().id
+    except Exception:       # the simulator may not tell
+        dev = 0
+    arr = _DEV_NO_LEN.get(dev)
+    if arr is None:
+        arr = _DEV_NO_LEN[dev] = cuda.to_device(_NO_LEN)
+    return arr
 
 
 def cpu_forward(x, inv_t, log, y):
@@ -212,8 +226,8 @@ def cpu_forward(x, inv_t, log, y):
 
 def gpu_forward(x, inv_t, log, y):
     """GPU twin of :func:`cpu_forward` on ``(outer, K, inner)`` device arrays."""
-    launch_1d(_GPU.kernel[0], x.shape[0] * x.shape[2], x, inv_t, log,
-              cuda.to_device(_NO_LEN), False, y)
+    launch_1d(_GPU.kernel[0], x.shape[0] * x.shape[2], x, inv_t, log, _no_len_device(),
+              False, y)
 
 
 # ----------------------------------------------------------------- glue
@@ -243,10 +257,7 @@ def _activation_split(p, shape):
 def _lengths(p, inputs, s, device=False):
     """``(lens, use_len)``: the length input viewed as (outer, inner), or a dummy."""
     if not getattr(p, 'use_length', False):
-        if device:
-            import_cuda(globals())
-            return cuda.to_device(_NO_LEN), False
-        return _NO_LEN, False
+        return (_no_len_device() if device else _NO_LEN), False
     return inputs[1].reshape(s[0], s[2]), True
 
 

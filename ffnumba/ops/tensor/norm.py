@@ -303,12 +303,28 @@ def _flat(a):
     return a.reshape(-1)
 
 
+_DEV_PLANS = {}
+
+
 def _plan(p, x, device=False):
-    koff, roff = reduce_plan(tuple(x.shape), _axes_of(p, tuple(x.shape)))
-    if device:
-        import_cuda(globals())
-        return cuda.to_device(koff), cuda.to_device(roff)
-    return koff, roff
+    """Reduction offsets (see ``reduce_plan``); on a GPU, device copies cached per shape."""
+    shape = tuple(x.shape)
+    axes = tuple(_axes_of(p, shape))
+    if not device:
+        return reduce_plan(shape, axes)
+    import_cuda(globals())
+    try:
+        dev = cuda.get_current_device().id
+    except Exception:       # the simulator may not tell
+        dev = 0
+    key = (shape, axes, dev)
+    plan = _DEV_PLANS.get(key)
+    if plan is None:
+        koff, roff = reduce_plan(shape, axes)
+        if len(_DEV_PLANS) > 256:
+            _DEV_PLANS.clear()
+        plan = _DEV_PLANS[key] = (cuda.to_device(koff), cuda.to_device(roff))
+    return plan
 
 
 def _make_reduction(kind):
