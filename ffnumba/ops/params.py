@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base import ParamError
 
-__all__ = ['Field', 'Params', 'Shape', 'REQUIRED']
+__all__ = ['Field', 'Params', 'Shape', 'REQUIRED', 'require_finite']
 
 
 class _Required:
@@ -243,3 +243,25 @@ class Params:
 
 class NoParams(Params):
     """Params of an operator that takes none."""
+
+
+def require_finite(p, *names):
+    """Raise ParamError unless each float param in ``names`` is finite (not nan or inf).
+
+    Parameters
+    ----------
+    p : Params
+        The parsed params (``p.op_name`` names the operator in the message).
+    *names : str
+        Float fields to check; ``None`` values are skipped.
+
+    Raises
+    ------
+    ParamError
+        ``{Op}: `{name}` must be a finite float. Received: {name}=nan``.
+    """
+    for n in names:
+        v = getattr(p, n)
+        if v is not None and not np.isfinite(v):
+            raise ParamError('%s: `%s` must be a finite float. Received: %s=%r'
+                             % (p.op_name, n, n, v))

@@ -148,6 +148,31 @@ def ftrl(w, g, s, lr, wd, t, kw, sh):
     return (np.sign(z) * lam - z) / ((beta + np.sqrt(n)) / lr + wd) * (np.abs(z) > lam)
 
 
+def lamb(w, g, s, lr, wd, t, kw, sh):
+    gg = _g(g, kw)
+    b1, b2 = kw.get('beta1', 0.9), kw.get('beta2', 0.999)
+    s[0] = b1 * s[0] + (1 - b1) * gg
+    s[1] = b2 * s[1] + (1 - b2) * gg * gg
+    bc = kw.get('bias_correction', True)
+    m = s[0] / (1 - b1 ** t) if bc else s[0]
+    v = s[1] / (1 - b2 ** t) if bc else s[1]
+    d = m / (np.sqrt(v) + kw.get('epsilon', 1e-6)) + wd * w
+    r1, r2 = np.linalg.norm(w), np.linalg.norm(d)
+    if kw.get('lower_bound'):
+        r1 = max(r1, kw['lower_bound'])
+    if kw.get('upper_bound'):
+        r1 = min(r1, kw['upper_bound'])
+    return w - (lr * r1 / r2 if r1 and r2 else lr) * d
+
+
+def lars(w, g, s, lr, wd, t, kw, sh):
+    wn = np.linalg.norm(w)
+    gn = np.linalg.norm(g) * kw.get('rescale_grad', 1.0)
+    if wn > 0 and gn > 0:
+        lr = lr * kw.get('eta', 0.001) * wn / (gn + wd * wn + kw.get('eps', 0.0))
+    return sgd(w, g, s, lr, wd, t, kw, sh)
+
+
 def _zeros(k):
     return lambda w, kw: [np.zeros_like(w) for _ in range(k)]
 
@@ -159,10 +184,11 @@ REFS = {
     'adam': (_zeros(2), adam), 'adamax': (_zeros(2), adamax), 'nadam': (_zeros(2), nadam),
     'ftml': (_zeros(3), ftml), 'adagrad': (_zeros(1), adagrad), 'rmsprop': (_zeros(3), rmsprop),
     'adadelta': (_zeros(2), adadelta), 'ftrl': (_zeros(2), ftrl),
+    'lamb': (_zeros(2), lamb), 'lars': (_zeros(1), lars),
 }
 #: default learning rates (MXNet's constructor defaults differ per optimizer).
 DEFAULT_LR = {'signum': 0.01, 'adam': 0.001, 'adamax': 0.002, 'nadam': 0.001, 'rmsprop': 0.001,
-              'ftrl': 0.1}
+              'ftrl': 0.1, 'lamb': 0.001}
 
 
 def run_reference(name, kw, w0s, grads, dtype, seed=0):

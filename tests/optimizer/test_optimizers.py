@@ -31,6 +31,9 @@ VARIANTS = {
     'rmsprop': [dict(), dict(centered=True, gamma2=0.5), dict(clip_weights=0.5)],
     'adadelta': [dict(), dict(rho=0.5)],
     'ftrl': [dict(), dict(lamda1=0.3, beta=0.5, learning_rate=0.3)],
+    'lamb': [dict(), dict(beta1=0.5, beta2=0.9, epsilon=1e-3, bias_correction=False,
+                          lower_bound=0.5, upper_bound=1.5)],
+    'lars': [dict(momentum=0.0, eta=0.01), dict(momentum=0.9, eta=0.02, eps=1e-3)],
 }
 #: (wd, rescale_grad, clip_gradient) combinations.
 COMMON = [(0.0, 1.0, None), (0.1, 0.5, 0.3)]
@@ -81,7 +84,7 @@ def test_float16_multi_precision_keeps_a_float32_master(name):
     got, updater = _run(name, kw, w0, grads, 'float16')
     want = run_reference(name, kw, [w.astype(np.float32) for w in w0], grads, 'float32', seed=3)
     state = updater.states[0]
-    master = state[1] if name in ('sgd', 'ccsgd', 'nag') else state[0]
+    master = state[1] if name in ('sgd', 'ccsgd', 'nag', 'lars') else state[0]
     assert master.dtype is np.float32
     np.testing.assert_allclose(master.asnumpy(), want[0], rtol=1e-5, atol=1e-5)
     for g, w in zip(got, want):

@@ -3,7 +3,7 @@
 Math, by ``act_type`` (``s`` = ``slope``; the positive branch is taken for ``x > 0``)::
 
     leaky  y = x            if x > 0 else s * x
-    elu    y = x            if x > 0 else s * (exp(x) - 1)
+    elu    y = x            if x > 0 else s * (exp(x) - 1)   (computed as expm1)
     selu   y = lam * x      if x > 0 else lam * alpha * (exp(x) - 1)
            (lam = 1.0507009873554805, alpha = 1.6732632423543772)
     gelu   y = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))       (erf form)
@@ -81,7 +81,7 @@ def _d_leaky(x, a, b):
 
 @njit
 def _elu(x, a, b):
-    return x if x > 0 else a * (math.exp(x) - 1.0)
+    return x if x > 0 else a * math.expm1(x)
 
 
 @njit
@@ -91,7 +91,7 @@ def _d_elu(x, a, b):
 
 @njit
 def _selu(x, a, b):
-    return SELU_LAMBDA * x if x > 0 else SELU_LAMBDA * SELU_ALPHA * (math.exp(x) - 1.0)
+    return SELU_LAMBDA * x if x > 0 else SELU_LAMBDA * SELU_ALPHA * math.expm1(x)
 
 
 @njit

@@ -16,6 +16,13 @@ the window clipped to the input itself. Output size per spatial dim::
 
     valid: o = floor((i + 2p - k) / s) + 1
     full:  o = ceil((i + 2p - k) / s) + 1
+    same:  o = ceil(i / s)          (pad must be 0; windows [o*s, o*s + k) are
+                                     clipped at the end of the input, and avg
+                                     divides by the clipped size)
+
+MXNet 1.9.1 accepts ``'same'`` only for 1-D max/avg/sum pooling (and its
+imperative call fails unless ``pad`` is given as a 3-tuple of zeros); the
+per-dimension rule above is applied here to 2-D and 3-D windows too.
 
 ``global_pool`` pools every spatial position into one (kernel = input size,
 stride 1, no padding). Gradients: max routes the head gradient to the first
@@ -66,8 +73,8 @@ class PoolingParam(Params):
     pool_type = Field(str, 'max', 'Reduction over the window.', choices=('avg', 'lp', 'max', 'sum'))
     global_pool = Field(bool, False, 'Pool over the whole spatial extent (kernel, stride and pad '
                                      'are ignored).')
-    pooling_convention = Field(str, 'valid', "Output size rounding: 'valid' floors, 'full' "
-                                             "ceils ('same' is not supported).",
+    pooling_convention = Field(str, 'valid', "Output size: 'valid' floors, 'full' ceils, "
+                                             "'same' gives ceil(input / stride) (no pad).",
                                choices=('full', 'same', 'valid'))
     stride = Field(Shape, (), 'Stride per spatial dim; empty means 1 everywhere.', low=1)
     pad = Field(Shape, (), 'Implicit padding on both sides per spatial dim; empty means 0.',
@@ -96,9 +103,10 @@ class PoolingParam(Params):
                                         (nd and self.layout != _CHANNEL_FIRST[nd + 2])):
             raise ParamError('Pooling: `layout` must be None or the channel-first layout of the '
                              'kernel (NCW, NCHW or NCDHW). Received: layout=%r' % (self.layout,))
-        if self.pooling_convention == 'same':
-            raise ParamError("Pooling: `pooling_convention` must be 'valid' or 'full' "
-                             "('same' is not supported). Received: pooling_convention='same'")
+        if self.pooling_convention == 'same' and any(self.pad) and not self.global_pool:
+            raise ParamError("Pooling: `pad` must be 0 with pooling_convention='same' (MXNet: "
+                             "'same' disables the pad parameter). Received: pad=%r"
+                             % (self.pad,))
         if self.pool_type == 'lp' and self.p_value not in (1, 2, 3):
             raise ParamError("Pooling: `p_value` must be 1, 2 or 3 for pool_type='lp'. "
                              "Received: p_value=%r" % (self.p_value,))
@@ -111,11 +119,13 @@ def pool_output_size(i, k, s, p, convention):
     ----------
     i, k, s, p : int
         Input size, kernel, stride (>= 1), pad.
-    convention : {'valid', 'full'}
-        MXNet's ``pooling_convention``.
+    convention : {'valid', 'full', 'same'}
+        MXNet's ``pooling_convention``; ``'same'`` gives ``ceil(i / s)``.
 
     Source: MXNet ``Pooling`` documentation.
     """
+    if convention == 'same':
+        return -(-i // s)
     num = i + 2 * p - k
     if convention == 'full':
         return -(-num // s) + 1
@@ -144,7 +154,7 @@ def _out_spatial(p, data):
     kernel, stride, pad = _window(p, data)
     out = []
     for a, (i, k, s, q) in enumerate(zip(data[2:], kernel, stride, pad)):
-        if k > i + 2 * q:
+        if k > i + 2 * q and p.pooling_convention != 'same':
             raise ShapeError('Pooling: the kernel exceeds the padded input in spatial dim %d: '
                              '%d > %d + 2*%d. Received: data shape %s, kernel=%s, pad=%s.%s'
                              % (a, k, i, q, data, kernel, pad, channels_last_hint(data)))

@@ -1,11 +1,18 @@
-"""Softmax family: ``softmax``, ``log_softmax`` and ``SoftmaxActivation``.
+"""Softmax family: ``softmax``, ``log_softmax``, ``softmin`` and ``SoftmaxActivation``.
 
 Math, along one axis of length K (``T`` = ``temperature``, default 1)::
 
     softmax:      y_k = exp((x_k - m) / T) / sum_j exp((x_j - m) / T),   m = max_j x_j
     log_softmax:  y_k = (x_k - m) / T - log(sum_j exp((x_j - m) / T))
 
-Subtracting the maximum keeps every exponent <= 0 (no overflow). These are not
+    softmin:      softmax of -x / T
+
+Subtracting the maximum of ``x_k / T`` keeps every exponent <= 0 (no overflow).
+With ``use_length=True`` a second input ``length`` (data's shape without
+``axis``) keeps only the first ``length`` entries of each row: the softmax
+runs over them and the rest of the row (output and gradient) is 0, as in
+MXNet 1.9.1 (a row of length 0 is all zeros; lengths are clipped to
+``[0, K]``). ``length`` gets no gradient. These are not
 loss heads: the backward uses the head gradient ``g``::
 
     softmax:      dx_k = y_k * (g_k - sum_j g_j y_j) / T
@@ -33,7 +40,7 @@ from numba import njit
 
 from ...base import ShapeError, ParamError
 from ..params import Params, Field
-from ..registry import OpDef, register_op, same_shape
+from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
@@ -46,12 +53,13 @@ class SoftmaxParam(Params):
     axis = Field(int, -1, 'The axis to normalise over (negative counts from the end).')
     temperature = Field(float, None, 'Divides the input before the exponential (None: 1).')
     dtype = Field('dtype', None, 'Output dtype: float16, float32 or float64 (None: data\'s).')
-    use_length = Field(bool, False, 'Mask by a length input (not supported: must be False).')
+    use_length = Field(bool, False, 'Take a `length` input: only the first length[...] entries '
+                                    'along `axis` count; the rest give 0.')
 
     def validate(self):
-        if self.use_length:
-            raise ParamError('%s: `use_length` must be False (length inputs are not supported). '
-                             'Received: use_length=%r' % (self.op_name, self.use_length))
+        if self.temperature is not None and not np.isfinite(self.temperature):
+            raise ParamError('%s: `temperature` must be a finite float or None. '
+                             'Received: temperature=%r' % (self.op_name, self.temperature))
         if self.temperature is not None and self.temperature == 0:
             raise ParamError('%s: `temperature` must be a non-zero float or None. '
                              'Received: temperature=%r' % (self.op_name, self.temperature))
@@ -70,41 +78,59 @@ class SoftmaxActivationParam(Params):
 # ----------------------------------------------------------------- CPU kernels
 
 @njit(**JIT)
-def _fwd(x, inv_t, log, y):
-    """Softmax over axis 1 of x (outer, K, inner)."""
+def _fwd(x, inv_t, log, lens, use_len, y):
+    """Softmax over axis 1 of x (outer, K, inner); ``lens`` (outer, inner) masks with use_len.
+
+    The exponent is ``x * inv_t - max_j(x_j * inv_t)``, so a negative ``inv_t``
+    (softmin) stays <= 0 too.
+    """
     n_out, n_k, n_in = x.shape
     for o in range(n_out):
         for i in range(n_in):
-            m = x[o, 0, i]
-            for k in range(1, n_k):
-                if x[o, k, i] > m:
-                    m = x[o, k, i]
+            n = n_k
+            if use_len:
+                n = min(max(int(lens[o, i]), 0), n_k)
+                for k in range(n, n_k):
+                    y[o, k, i] = 0.0
+                if n == 0:
+                    continue
+            m = x[o, 0, i] * inv_t
+            for k in range(1, n):
+                v = x[o, k, i] * inv_t
+                if v > m:
+                    m = v
             s = 0.0
-            for k in range(n_k):
-                s += math.exp((x[o, k, i] - m) * inv_t)
+            for k in range(n):
+                s += math.exp(x[o, k, i] * inv_t - m)
             if log:
                 ls = math.log(s)
-                for k in range(n_k):
-                    y[o, k, i] = (x[o, k, i] - m) * inv_t - ls
+                for k in range(n):
+                    y[o, k, i] = x[o, k, i] * inv_t - m - ls
             else:
                 r = 1.0 / s
-                for k in range(n_k):
-                    y[o, k, i] = math.exp((x[o, k, i] - m) * inv_t) * r
+                for k in range(n):
+                    y[o, k, i] = math.exp(x[o, k, i] * inv_t - m) * r
 
 
 @njit(**JIT)
-def _bwd(y, og, inv_t, log, add, gx):
+def _bwd(y, og, inv_t, log, lens, use_len, add, gx):
     n_out, n_k, n_in = y.shape
     for o in range(n_out):
         for i in range(n_in):
+            n = n_k
+            if use_len:
+                n = min(max(int(lens[o, i]), 0), n_k)
+                for k in range(n, n_k):
+                    if not add:
+                        gx[o, k, i] = 0.0
             s = 0.0
             if log:
-                for k in range(n_k):
+                for k in range(n):
                     s += og[o, k, i]
             else:
-                for k in range(n_k):
+                for k in range(n):
                     s += og[o, k, i] * y[o, k, i]
-            for k in range(n_k):
+            for k in range(n):
                 if log:
                     g = (og[o, k, i] - math.exp(y[o, k, i]) * s) * inv_t
                 else:
@@ -121,36 +147,48 @@ def _build_gpu():
     import_cuda(globals())
 
     @cuda.jit
-    def fwd(x, inv_t, log, y):
+    def fwd(x, inv_t, log, lens, use_len, y):
         n_out, n_k, n_in = x.shape
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for r in range(start, n_out * n_in, stride):
             o = r // n_in
             i = r % n_in
-            m = x[o, 0, i]
-            for k in range(1, n_k):
-                m = max(m, x[o, k, i])
-            s = 0.0
-            for k in range(n_k):
-                s += math.exp((x[o, k, i] - m) * inv_t)
-            ls = math.log(s)
-            for k in range(n_k):
-                if log:
-                    y[o, k, i] = (x[o, k, i] - m) * inv_t - ls
-                else:
-                    y[o, k, i] = math.exp((x[o, k, i] - m) * inv_t) / s
+            n = n_k
+            if use_len:
+                n = min(max(int(lens[o, i]), 0), n_k)
+                for k in range(n, n_k):
+                    y[o, k, i] = 0.0
+            if n > 0:
+                m = x[o, 0, i] * inv_t
+                for k in range(1, n):
+                    m = max(m, x[o, k, i] * inv_t)
+                s = 0.0
+                for k in range(n):
+                    s += math.exp(x[o, k, i] * inv_t - m)
+                ls = math.log(s)
+                for k in range(n):
+                    if log:
+                        y[o, k, i] = x[o, k, i] * inv_t - m - ls
+                    else:
+                        y[o, k, i] = math.exp(x[o, k, i] * inv_t - m) / s
 
     @cuda.jit
-    def bwd(y, og, inv_t, log, add, gx):
+    def bwd(y, og, inv_t, log, lens, use_len, add, gx):
         n_out, n_k, n_in = y.shape
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for r in range(start, n_out * n_in, stride):
             o = r // n_in
             i = r % n_in
+            n = n_k
+            if use_len:
+                n = min(max(int(lens[o, i]), 0), n_k)
+                for k in range(n, n_k):
+                    if not add:
+                        gx[o, k, i] = 0.0
             s = 0.0
-            for k in range(n_k):
+            for k in range(n):
                 s += og[o, k, i] if log else og[o, k, i] * y[o, k, i]
-            for k in range(n_k):
+            for k in range(n):
                 if log:
                     g = (og[o, k, i] - math.exp(y[o, k, i]) * s) * inv_t
                 else:
@@ -164,15 +202,32 @@ def _build_gpu():
 
 
 _GPU = LazyCudaKernel(_build_gpu)
+_NO_LEN = np.zeros((1, 1), np.int64)
+_DEV_NO_LEN = {}
 
-#: CPU softmax over axis 1: ``cpu_forward(x, inv_t, log, y)`` on ``(outer, K, inner)``
-#: arrays (also used by ``SoftmaxOutput``).
-cpu_forward = _fwd
+
+def _no_len_device():
+    """The dummy length array on the current GPU (made once per device)."""
+    import_cuda(globals())
+    try:
+        dev = cuda.get_current_device().id
+    except Exception:       # the simulator may not tell
+        dev = 0
+    arr = _DEV_NO_LEN.get(dev)
+    if arr is None:
+        arr = _DEV_NO_LEN[dev] = cuda.to_device(_NO_LEN)
+    return arr
+
+
+def cpu_forward(x, inv_t, log, y):
+    """CPU softmax over axis 1 of ``(outer, K, inner)`` arrays (also used by ``SoftmaxOutput``)."""
+    _fwd(x, inv_t, log, _NO_LEN, False, y)
 
 
 def gpu_forward(x, inv_t, log, y):
-    """GPU twin of :data:`cpu_forward` on ``(outer, K, inner)`` device arrays."""
-    launch_1d(_GPU.kernel[0], x.shape[0] * x.shape[2], x, inv_t, log, y)
+    """GPU twin of :func:`cpu_forward` on ``(outer, K, inner)`` device arrays."""
+    launch_1d(_GPU.kernel[0], x.shape[0] * x.shape[2], x, inv_t, log, _no_len_device(),
+              False, y)
 
 
 # ----------------------------------------------------------------- glue
@@ -199,34 +254,50 @@ def _activation_split(p, shape):
     return shape[0], c, int(np.prod(shape[2:], dtype=np.int64))
 
 
+def _lengths(p, inputs, s, device=False):
+    """``(lens, use_len)``: the length input viewed as (outer, inner), or a dummy."""
+    if not getattr(p, 'use_length', False):
+        return (_no_len_device() if device else _NO_LEN), False
+    return inputs[1].reshape(s[0], s[2]), True
+
+
 def _make(split, inv_t, log):
     """forward/backward dicts for one softmax flavour.
 
-    split(p, shape) -> (outer, K, inner); inv_t(p) -> 1 / temperature.
+    split(p, shape) -> (outer, K, inner); inv_t(p) -> 1 / temperature (negated for softmin).
     """
     @f16_safe
     def _forward_cpu(ctx, p, inputs, outputs, aux):
         s = split(p, inputs[0].shape)
-        _fwd(inputs[0].reshape(s), inv_t(p), log, outputs[0].reshape(s))
+        lens, use = _lengths(p, inputs, s)
+        _fwd(inputs[0].reshape(s), inv_t(p), log, lens, use, outputs[0].reshape(s))
 
     @f16_safe
     def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        if len(req) > 1 and req[1] == 'write':
+            in_grads[1][...] = 0
         if req[0] == 'null':
             return
         s = split(p, inputs[0].shape)
-        _bwd(outputs[0].reshape(s), out_grads[0].reshape(s), inv_t(p), log,
+        lens, use = _lengths(p, inputs, s)
+        _bwd(outputs[0].reshape(s), out_grads[0].reshape(s), inv_t(p), log, lens, use,
              req[0] == 'add', in_grads[0].reshape(s))
 
     def _forward_gpu(ctx, p, inputs, outputs, aux):
         s = split(p, inputs[0].shape)
-        gpu_forward(inputs[0].reshape(s), inv_t(p), log, outputs[0].reshape(s))
+        lens, use = _lengths(p, inputs, s, True)
+        launch_1d(_GPU.kernel[0], s[0] * s[2], inputs[0].reshape(s), inv_t(p), log, lens, use,
+                  outputs[0].reshape(s))
 
     def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+        if len(req) > 1 and req[1] == 'write':
+            in_grads[1].copy_to_device(np.zeros(in_grads[1].shape, in_grads[1].dtype))
         if req[0] == 'null':
             return
         s = split(p, inputs[0].shape)
+        lens, use = _lengths(p, inputs, s, True)
         launch_1d(_GPU.kernel[1], s[0] * s[2], outputs[0].reshape(s),
-                  out_grads[0].reshape(s), inv_t(p), log, req[0] == 'add',
+                  out_grads[0].reshape(s), inv_t(p), log, lens, use, req[0] == 'add',
                   in_grads[0].reshape(s))
 
     return {'cpu': _forward_cpu, 'gpu': _forward_gpu}, {'cpu': _backward_cpu, 'gpu': _backward_gpu}
@@ -237,32 +308,52 @@ def _inv_temperature(p):
 
 
 def _softmax_shape(p, in_shapes, aux_shapes, out_shapes=None):
-    if in_shapes[0] is None and out_shapes and out_shapes[0] is not None:
-        in_shapes = [tuple(out_shapes[0])]
-    if in_shapes[0] is not None:
-        (_axis_split if p.op_name != 'SoftmaxActivation' else _activation_split)(p, in_shapes[0])
-    return same_shape(p, in_shapes, aux_shapes, ['data'])
+    ins = list(in_shapes)
+    if ins[0] is None and out_shapes and out_shapes[0] is not None:
+        ins[0] = tuple(out_shapes[0])
+    if ins[0] is None:
+        return ins, [None], list(aux_shapes)
+    shape = tuple(ins[0])
+    (_axis_split if p.op_name != 'SoftmaxActivation' else _activation_split)(p, shape)
+    if getattr(p, 'use_length', False):
+        ax = p.axis % len(shape)
+        shape_assign(ins, 1, shape[:ax] + shape[ax + 1:], 'length')
+    return ins, [shape], list(aux_shapes)
 
 
 def _softmax_type(p, in_types, aux_types):
     dt = in_types[0]
     out = np.dtype(p.dtype) if p.dtype is not None else dt
+    if len(in_types) > 1:        # the length input keeps its own (integer) dtype
+        return [dt, in_types[1] if in_types[1] is not None else np.dtype(np.int32)], [out], []
     return [dt], [out], []
 
 
-for _name, _log in (('softmax', False), ('log_softmax', True)):
-    _f, _b = _make(_axis_split, _inv_temperature, _log)
+def _arguments(p):
+    return ['data', 'length'] if p.use_length else ['data']
+
+
+def _neg_inv_temperature(p):
+    return -_inv_temperature(p)
+
+
+for _name, _log, _inv in (('softmax', False, _inv_temperature),
+                          ('log_softmax', True, _inv_temperature),
+                          ('softmin', False, _neg_inv_temperature)):
+    _f, _b = _make(_axis_split, _inv, _log)
     register_op(OpDef(
         name=_name,
-        float_only=True,
-        arguments=['data'],
+        float_only=('data',),
+        arguments=_arguments,
         params=SoftmaxParam,
         infer_shape=_softmax_shape,
         infer_type=_softmax_type,
         forward=_f,
         backward=_b,
         doc=__doc__,
-        input_docs={'data': 'Input array.'},
+        input_docs={'data': 'Input array.',
+                    'length': 'With use_length: valid entries along `axis`, shaped like data '
+                              'without that axis (integers; larger values are clipped to K).'},
     ))
 
 _f, _b = _make(_activation_split, lambda p: 1.0, False)

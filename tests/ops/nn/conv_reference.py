@@ -79,7 +79,10 @@ def pool_forward_backward(x, dy, kernel, pool_type='max', stride=(), pad=(), con
     out_sp = []
     for i, k, s, q in zip(sp, kernel, stride, pad):
         num = i + 2 * q - k
-        out_sp.append((-(-num // s) if convention == 'full' else num // s) + 1)
+        if convention == 'same':
+            out_sp.append(-(-i // s))
+        else:
+            out_sp.append((-(-num // s) if convention == 'full' else num // s) + 1)
     N, C = x.shape[:2]
     out = np.zeros((N, C) + tuple(out_sp))
     dx = np.zeros(x.shape)

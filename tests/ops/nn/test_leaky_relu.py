@@ -19,8 +19,8 @@ _erf = np.vectorize(erf)
 
 _REF = {
     'leaky': lambda x, s: np.where(x > 0, x, s * x),
-    'elu': lambda x, s: np.where(x > 0, x, s * (np.exp(x) - 1)),
-    'selu': lambda x, s: LAM * np.where(x > 0, x, ALPHA * (np.exp(x) - 1)),
+    'elu': lambda x, s: np.where(x > 0, x, s * np.expm1(x)),
+    'selu': lambda x, s: LAM * np.where(x > 0, x, ALPHA * np.expm1(x)),
     'gelu': lambda x, s: 0.5 * x * (1 + _erf(x / np.sqrt(2))),
 }
 

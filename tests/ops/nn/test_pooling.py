@@ -127,6 +127,53 @@ def test_output_size_property(i, k, s, q, conv, pool_type, two_d):
     np.testing.assert_allclose(y, _ref(p, x)[0], rtol=1e-12, atol=1e-12)
 
 
+class TestSamePooling(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(3,), stride=(2,), pooling_convention='same'),
+              dict(kernel=(4,), stride=(1,), pool_type='avg', pooling_convention='same'),
+              dict(kernel=(2,), stride=(3,), pool_type='sum', pooling_convention='same')]
+    shapes = [dict(data=(2, 3, 7)), dict(data=(1, 2, 5))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+class TestSamePooling2D(OpCase):
+    op = 'Pooling'
+    params = [dict(kernel=(3, 2), stride=(2, 2), pooling_convention='same'),
+              dict(kernel=(2, 3), stride=(1, 2), pool_type='avg', pooling_convention='same')]
+    shapes = [dict(data=(2, 2, 5, 4))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
+@given(i=st.integers(1, 9), k=st.integers(1, 5), s=st.integers(1, 3),
+       pool_type=st.sampled_from(['max', 'avg', 'sum']), two_d=st.booleans())
+def test_same_output_size_property(i, k, s, pool_type, two_d):
+    """'same': ceil(i / s) outputs whatever the kernel (even one larger than the input)."""
+    nd = 2 if two_d else 1
+    p = dict(kernel=(k,) * nd, stride=(s,) * nd, pooling_convention='same', pool_type=pool_type)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 2) + (i,) * nd)
+    y, _ = _run(p, x)
+    assert y.shape == (1, 2) + (-(-i // s),) * nd
+    np.testing.assert_allclose(y, _ref(p, x)[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('kw, want', [
+    # MXNet 1.9.1 on arange(7) (1-D; MXNet needs pad=(0, 0, 0) to run 'same' imperatively)
+    (dict(kernel=(3,), stride=(2,)), [2, 4, 6, 6]),
+    (dict(kernel=(3,), stride=(2,), pool_type='avg'), [1, 3, 5, 6]),
+    (dict(kernel=(3,), stride=(2,), pool_type='sum'), [3, 9, 15, 6]),
+    (dict(kernel=(4,), stride=(1,), pool_type='avg'), [1.5, 2.5, 3.5, 4.5, 5, 5.5, 6]),
+    (dict(kernel=(2,), stride=(3,), pool_type='sum'), [1, 7, 6]),
+])
+def test_same_convention_matches_mxnet(kw, want):
+    x = np.arange(7.).reshape(1, 1, 7)
+    y, _ = _run(dict(kw, pooling_convention='same'), x)
+    np.testing.assert_allclose(y[0, 0], want)
+
+
 def test_known_values_from_mxnet():
     """Values printed by MXNet 1.9.1 (non-MKLDNN) for a tiny 1-D input."""
     x = np.arange(1.0, 6.0).reshape(1, 1, 5)
@@ -177,7 +224,7 @@ def test_kernels_dtype_and_req(pool_type, req, dtype):
     (dict(kernel=(2, 2), stride=(2,)), 'stride'),
     (dict(kernel=(2, 2), pad=(1, 1, 1)), 'pad'),
     (dict(kernel=(2, 2), stride=(0, 1)), 'stride'),
-    (dict(kernel=(2,), pooling_convention='same'), 'pooling_convention'),
+    (dict(kernel=(2,), pad=(1,), pooling_convention='same'), 'pad'),
     (dict(kernel=(2, 2), pool_type='lp'), 'p_value'),
     (dict(kernel=(2, 2), pool_type='lp', p_value=4), 'p_value'),
     (dict(kernel=(2, 2), pool_type='median'), 'pool_type'),

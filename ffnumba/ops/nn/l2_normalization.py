@@ -1,0 +1,195 @@
+"""``L2Normalization``: divide by the L2 norm over a sample, a channel axis or the spatial axes.
+
+Math
+----
+``data`` is viewed as ``(A, K, B)``; each ``(a, b)`` row of ``K`` values is
+scaled to unit L2 norm::
+
+    norm = sqrt(sum_k x_k^2 + eps),   y_k = x_k / norm
+    dx_k = (g_k - y_k * sum_j g_j y_j) / norm
+
+========  ==================================  ==============================
+mode      rows normalised                     (A, K, B)
+========  ==================================  ==============================
+instance  every axis but 0 (one per sample)   (N, prod(shape[1:]), 1)
+channel   axis 1, per sample and position     (N, C, prod(shape[2:]))
+spatial   axes 2..., per sample and channel   (N * C, prod(shape[2:]), 1)
+========  ==================================  ==============================
+
+Shapes
+------
+``data``: ``(N, ...)``, ndim >= 1 for ``instance``, >= 3 for ``channel`` and
+``spatial`` (MXNet 1.9.1's rule); ``output``: ``data.shape``. MXNet keeps the
+norm as a hidden second output (``num_hidden_outputs=1``, for the JSON row
+pointers).
+
+Source: MXNet 1.9.1 ``L2Normalization`` documentation and observed values.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from ...base import ShapeError
+from ..params import Field, Params, require_finite
+from ..registry import OpDef, register_op, same_shape
+from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
+
+cuda = None  # bound by import_cuda(globals()) on first GPU use
+__all__ = ['L2NormalizationParam']
+
+
+class L2NormalizationParam(Params):
+    """Parameters of L2Normalization."""
+
+    eps = Field(float, 1e-10, 'Added to the sum of squares before the square root (>= 0).',
+                low=0.0)
+    mode = Field(str, 'instance', "Rows to normalise: 'instance', 'channel' or 'spatial'.",
+                 choices=('channel', 'instance', 'spatial'))
+
+    def validate(self):
+        require_finite(self, 'eps')
+
+
+def _view(p, shape):
+    shape = tuple(int(s) for s in shape)
+    need = 1 if p.mode == 'instance' else 3
+    if len(shape) < need:
+        raise ShapeError("L2Normalization: mode=%r needs data with ndim >= %d. Received: data "
+                         "shape %s" % (p.mode, need, shape))
+    n = shape[0]
+    if p.mode == 'instance':
+        return n, int(np.prod(shape[1:], dtype=np.int64)), 1
+    s = int(np.prod(shape[2:], dtype=np.int64))
+    if p.mode == 'channel':
+        return n, shape[1], s
+    return n * shape[1], s, 1
+
+
+def _infer(p, in_shapes, aux_shapes, out_shapes=None):
+    ins = list(in_shapes)
+    if ins[0] is None and out_shapes and out_shapes[0] is not None:
+        ins[0] = tuple(out_shapes[0])
+    if ins[0] is not None:
+        _view(p, ins[0])
+    return same_shape(p, ins, aux_shapes, ['data'])
+
+
+@njit(**JIT)
+def _fwd_cpu(x, eps, y):
+    na, nk, nb = x.shape
+    for a in range(na):
+        for b in range(nb):
+            s = 0.0
+            for k in range(nk):
+                s += x[a, k, b] * x[a, k, b]
+            inv = 1.0 / math.sqrt(s + eps)
+            for k in range(nk):
+                y[a, k, b] = x[a, k, b] * inv
+
+
+@njit(**JIT)
+def _bwd_cpu(x, og, eps, add, gx):
+    na, nk, nb = x.shape
+    for a in range(na):
+        for b in range(nb):
+            s = 0.0
+            for k in range(nk):
+                s += x[a, k, b] * x[a, k, b]
+            inv = 1.0 / math.sqrt(s + eps)
+            gy = 0.0
+            for k in range(nk):
+                gy += og[a, k, b] * x[a, k, b]
+            gy *= inv * inv
+            for k in range(nk):
+                v = (og[a, k, b] - x[a, k, b] * gy) * inv
+                if add:
+                    gx[a, k, b] += v
+                else:
+                    gx[a, k, b] = v
+
+
+def _build_gpu():
+    import_cuda(globals())
+
+    @cuda.jit
+    def fwd(x, eps, y):
+        na, nk, nb = x.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for r in range(start, na * nb, stride):
+            a = r // nb
+            b = r % nb
+            s = 0.0
+            for k in range(nk):
+                s += x[a, k, b] * x[a, k, b]
+            inv = 1.0 / math.sqrt(s + eps)
+            for k in range(nk):
+                y[a, k, b] = x[a, k, b] * inv
+
+    @cuda.jit
+    def bwd(x, og, eps, add, gx):
+        na, nk, nb = x.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for r in range(start, na * nb, stride):
+            a = r // nb
+            b = r % nb
+            s = 0.0
+            gy = 0.0
+            for k in range(nk):
+                s += x[a, k, b] * x[a, k, b]
+                gy += og[a, k, b] * x[a, k, b]
+            inv = 1.0 / math.sqrt(s + eps)
+            gy *= inv * inv
+            for k in range(nk):
+                v = (og[a, k, b] - x[a, k, b] * gy) * inv
+                if add:
+                    gx[a, k, b] += v
+                else:
+                    gx[a, k, b] = v
+
+    return fwd, bwd
+
+
+_GPU = LazyCudaKernel(_build_gpu)
+
+
+@f16_safe
+def _forward_cpu(ctx, p, inputs, outputs, aux):
+    v = _view(p, inputs[0].shape)
+    _fwd_cpu(inputs[0].reshape(v), p.eps, outputs[0].reshape(v))
+
+
+@f16_safe
+def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    if req[0] == 'null':
+        return
+    v = _view(p, inputs[0].shape)
+    _bwd_cpu(inputs[0].reshape(v), out_grads[0].reshape(v), p.eps, req[0] == 'add',
+             in_grads[0].reshape(v))
+
+
+def _forward_gpu(ctx, p, inputs, outputs, aux):
+    v = _view(p, inputs[0].shape)
+    launch_1d(_GPU.kernel[0], v[0] * v[2], inputs[0].reshape(v), p.eps, outputs[0].reshape(v))
+
+
+def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    if req[0] == 'null':
+        return
+    v = _view(p, inputs[0].shape)
+    launch_1d(_GPU.kernel[1], v[0] * v[2], inputs[0].reshape(v), out_grads[0].reshape(v),
+              p.eps, req[0] == 'add', in_grads[0].reshape(v))
+
+
+register_op(OpDef(
+    name='L2Normalization',
+    float_only=True,
+    arguments=['data'],
+    num_hidden_outputs=1,
+    params=L2NormalizationParam,
+    infer_shape=_infer,
+    forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
+    backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    doc='Normalise to unit L2 norm per sample, channel or spatial map.\n\n' + __doc__,
+    input_docs={'data': 'Input, (N, ...).'},
+))
