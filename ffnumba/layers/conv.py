@@ -79,11 +79,11 @@ class _Conv(Layer):
         out = apply_activation(pre, self.activation, '%s_%s' % (name, self.activation))
         return out, _act_logits(pre, self.activation)
 
-    def get_config(self):
+    def _own_config(self):
         return {'filters': self.filters, 'kernel_size': self.kernel_size,
                 'strides': self.strides, 'padding': self.padding,
                 'dilation_rate': self.dilation_rate, 'groups': self.groups,
-                'activation': self.activation, 'use_bias': self.use_bias, 'name': self.name}
+                'activation': self.activation, 'use_bias': self.use_bias}
 
 
 class Conv1D(_Conv):
@@ -179,9 +179,8 @@ class _Pool2D(Layer):
                          pool_type=self.pool_type, pooling_convention=convention,
                          name=name), None
 
-    def get_config(self):
-        return {'pool_size': self.pool_size, 'strides': self.strides, 'padding': self.padding,
-                'name': self.name}
+    def _own_config(self):
+        return {'pool_size': self.pool_size, 'strides': self.strides, 'padding': self.padding}
 
 
 class MaxPool2D(_Pool2D):

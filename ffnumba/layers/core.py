@@ -71,9 +71,8 @@ class Dense(Layer):
         out = apply_activation(pre, self.activation, '%s_%s' % (name, self.activation))
         return out, _act_logits(pre, self.activation)
 
-    def get_config(self):
-        return {'units': self.units, 'activation': self.activation, 'use_bias': self.use_bias,
-                'name': self.name}
+    def _own_config(self):
+        return {'units': self.units, 'activation': self.activation, 'use_bias': self.use_bias}
 
 
 class Activation(Layer):
@@ -101,8 +100,8 @@ class Activation(Layer):
         out = apply_activation(inputs[0], self.activation, name)
         return out, _act_logits(inputs[0], self.activation)
 
-    def get_config(self):
-        return {'activation': self.activation, 'name': self.name}
+    def _own_config(self):
+        return {'activation': self.activation}
 
 
 class LeakyReLU(Layer):
@@ -126,8 +125,8 @@ class LeakyReLU(Layer):
         return S.LeakyReLU(inputs[0], act_type='leaky', slope=self.negative_slope,
                            name=name), None
 
-    def get_config(self):
-        return {'negative_slope': self.negative_slope, 'name': self.name}
+    def _own_config(self):
+        return {'negative_slope': self.negative_slope}
 
 
 class Dropout(Layer):
@@ -149,8 +148,8 @@ class Dropout(Layer):
     def build_symbol(self, name, inputs):
         return S.Dropout(inputs[0], p=self.rate, name=name), None
 
-    def get_config(self):
-        return {'rate': self.rate, 'name': self.name}
+    def _own_config(self):
+        return {'rate': self.rate}
 
 
 class Flatten(Layer):
@@ -182,8 +181,8 @@ class Reshape(Layer):
     def build_symbol(self, name, inputs):
         return S.Reshape(inputs[0], shape=(0,) + self.target_shape, name=name), None
 
-    def get_config(self):
-        return {'target_shape': self.target_shape, 'name': self.name}
+    def _own_config(self):
+        return {'target_shape': self.target_shape}
 
 
 class Embedding(Layer):
@@ -212,8 +211,8 @@ class Embedding(Layer):
         return S.Embedding(inputs[0], input_dim=self.input_dim, output_dim=self.output_dim,
                            name=name), None
 
-    def get_config(self):
-        return {'input_dim': self.input_dim, 'output_dim': self.output_dim, 'name': self.name}
+    def _own_config(self):
+        return {'input_dim': self.input_dim, 'output_dim': self.output_dim}
 
 
 class BatchNormalization(Layer):
@@ -261,9 +260,9 @@ class BatchNormalization(Layer):
         return S.BatchNorm(inputs[0], axis=self.axis, momentum=self.momentum, eps=self.epsilon,
                            fix_gamma=not self.scale, name=name), None
 
-    def get_config(self):
+    def _own_config(self):
         return {'axis': self.axis, 'momentum': self.momentum, 'epsilon': self.epsilon,
-                'scale': self.scale, 'name': self.name}
+                'scale': self.scale}
 
 
 class Concatenate(Layer):
@@ -288,5 +287,5 @@ class Concatenate(Layer):
     def build_symbol(self, name, inputs):
         return S.Concat(*inputs, dim=self.axis, name=name), None
 
-    def get_config(self):
-        return {'axis': self.axis, 'name': self.name}
+    def _own_config(self):
+        return {'axis': self.axis}
