@@ -184,7 +184,7 @@ class EvaluationMixin:
             if self._pending is not None:
                 mod.set_params(*self._pending)
                 self._pending = None
-            return mod, mod._data_shapes[0].shape[0]
+            return mod, min(bs, len(next(iter(data.values()))))
         if self._pending is None:
             raise FFError('%s: no weights yet; call fit() or load_weights() first.'
                           % self._display_name())

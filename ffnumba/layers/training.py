@@ -428,7 +428,7 @@ class TrainingMixin(EvaluationMixin):
         steps = steps_per_epoch or int(math.ceil(n / bs))
         mod = self._train_module(data, labels, weights, bs)
         history = C.History()
-        cbs = [history] + list(callbacks or ())
+        cbs = list(callbacks or ()) + [history]     # Keras: History after the user's
         if verbose:
             cbs.append(C.ProgbarLogger(verbose))
         cbs = C.CallbackList(cbs, self, {'verbose': verbose, 'epochs': epochs, 'steps': steps})
