@@ -219,10 +219,18 @@ class EvaluationMixin:
         if cbs is not None:
             cbs.on_test_begin()
         begin = cbs.on_test_batch_begin if cbs is not None else None
+        parts = None
         for k, idx, outs in self._forward_all(data, bs, begin):
-            acc.update([a[idx] for a in labels], outs, [w[idx] for w in weights])
+            parts = [[] for _ in outs] if parts is None else parts
+            for p, o in zip(parts, outs):
+                p.append(o)
             if cbs is not None:
+                acc.update([a[idx] for a in labels], outs, [w[idx] for w in weights])
                 cbs.on_test_batch_end(k, acc.logs())
+        # The values come from one update over all samples: MXNet metrics average per
+        # update call, Keras' per sample.
+        acc = _Accumulator(self._specs)
+        acc.update(labels, [np.concatenate(p) for p in parts], weights)
         logs = acc.logs()
         if cbs is not None:
             cbs.on_test_end(logs)
