@@ -33,7 +33,10 @@ from . import callbacks
 from .base import ACTIVATIONS, LAYERS, Input, KerasTensor, Layer
 from .core import (Activation, BatchNormalization, Concatenate, Dense, Dropout, Embedding,
                    Flatten, LeakyReLU, Reshape)
-from .conv import AvgPool2D, Conv1D, Conv2D, Conv2DTranspose, GlobalAvgPool2D, MaxPool2D
+from .conv import (AvgPool1D, AvgPool2D, Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose,
+                   GlobalAvgPool2D, GlobalMaxPool2D, MaxPool1D, MaxPool2D)
+from .reshaping import (Add, Average, Cropping2D, LayerNormalization, Multiply, Permute,
+                        RepeatVector, UpSampling2D, ZeroPadding2D)
 from .losses import LOSSES, LossMetric
 from .model import Model, Sequential
 from .saving import load_model, model_from_config, model_from_json
@@ -42,6 +45,9 @@ from .saving import load_model, model_from_config, model_from_json
 MaxPooling2D = MaxPool2D
 AveragePooling2D = AvgPool2D
 GlobalAveragePooling2D = GlobalAvgPool2D
+GlobalMaxPooling2D = GlobalMaxPool2D
+MaxPooling1D = MaxPool1D
+AveragePooling1D = AvgPool1D
 
 #: What this front end lacks compared with Keras 3, read by the tests.
 UNSUPPORTED = ('weight sharing', 'regularizers', 'per-layer initializers', 'masking',
@@ -52,4 +58,8 @@ __all__ = ['Input', 'KerasTensor', 'Layer', 'LAYERS', 'ACTIVATIONS', 'Activation
            'LeakyReLU', 'Reshape', 'AvgPool2D', 'Conv1D', 'Conv2D', 'Conv2DTranspose',
            'GlobalAvgPool2D', 'MaxPool2D', 'Model', 'Sequential', 'LOSSES', 'LossMetric',
            'MaxPooling2D', 'AveragePooling2D', 'GlobalAveragePooling2D', 'UNSUPPORTED',
+           'AvgPool1D', 'MaxPool1D', 'Conv1DTranspose', 'GlobalMaxPool2D', 'GlobalMaxPooling2D',
+           'MaxPooling1D', 'AveragePooling1D', 'Add', 'Average', 'Cropping2D',
+           'LayerNormalization', 'Multiply', 'Permute', 'RepeatVector', 'UpSampling2D',
+           'ZeroPadding2D',
            'callbacks', 'load_model', 'model_from_config', 'model_from_json']

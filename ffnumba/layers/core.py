@@ -35,8 +35,15 @@ def _act_logits(pre, activation):
 class Dense(Layer):
     """Fully connected layer: ``out = activation(data @ W.T + b)`` (``ff.sym.FullyConnected``).
 
-    **Shapes**: data ``(batch, ...)`` (flattened to ``(batch, K)``), weight
-    ``(units, K)``, bias ``(units,)``, out ``(batch, units)``.
+    **Shapes** (Keras): data ``(batch, ..., K)``, weight ``(units, K)``, bias
+    ``(units,)``, out ``(batch, ..., units)``: on input of rank > 2 the layer
+    applies to the last axis, as Keras' Dense does.
+
+    **Where MXNet differs**: MXNet's ``FullyConnected`` (and Gluon's
+    ``Dense``) flatten by default: ``(batch, d1, d2, ...)`` becomes ``(batch,
+    d1*d2*...)`` and the out is ``(batch, units)``. ``flatten=True`` gives
+    MXNet's behaviour; the default ``flatten=False`` gives Keras'. On 2-D
+    input both are the same.
 
     Parameters
     ----------
@@ -44,8 +51,9 @@ class Dense(Layer):
     activation : str or None, default None
         A name of :data:`ffnumba.layers.ACTIVATIONS` (or 'linear').
     use_bias : bool, default True
-    flatten : bool, default True
-        False applies the layer to the last axis only.
+    flatten : bool, default False
+        True flattens every axis after the batch axis first (MXNet's
+        ``FullyConnected`` default).
     name : str, optional
 
     Raises
@@ -56,7 +64,7 @@ class Dense(Layer):
 
     prefix = 'dense'
 
-    def __init__(self, units, activation=None, use_bias=True, flatten=True, name=None,
+    def __init__(self, units, activation=None, use_bias=True, flatten=False, name=None,
                  input_shape=None):
         super().__init__(name, input_shape)
         self.units = check_positive_int('Dense', 'units', units)
@@ -72,7 +80,8 @@ class Dense(Layer):
         return out, _act_logits(pre, self.activation)
 
     def _own_config(self):
-        return {'units': self.units, 'activation': self.activation, 'use_bias': self.use_bias}
+        return {'units': self.units, 'activation': self.activation, 'use_bias': self.use_bias,
+                'flatten': self.flatten}
 
 
 class Activation(Layer):

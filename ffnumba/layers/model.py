@@ -129,8 +129,13 @@ class Model(TrainingMixin, WeightsMixin):
         syms, logits = {}, {}
         for t, name in zip(self._inputs, self._input_names()):
             syms[t.uid] = S.Variable(name)
+        try:
+            hint = self._input_shapes()
+        except ShapeError:
+            hint = None
         records = []
         for t in nodes:
+            t.layer._input_hint = hint
             out, pre = t.layer.build_symbol(names[t.uid], [syms[i.uid] for i in t.inputs])
             syms[t.uid], logits[t.uid] = out, pre
             records.append((t.layer, names[t.uid], out))
