@@ -23,17 +23,19 @@ def _check_batch_size(where, value, field='batch_size'):
 
 
 def _layout_hint(want, got):
-    if len(want) != len(got) or sorted(want) == list(want) and tuple(got) == tuple(want):
+    """A sentence naming the transpose when ``got`` is ``want`` in the other channel layout."""
+    want, got, k = tuple(want), tuple(got), len(want)
+    if k < 2 or want == got or sorted(want) != sorted(got):
         return ''
-    if len(want) >= 2 and tuple(got) == tuple(want[1:]) + (want[0],):
-        return (' The data look channels-last (..., channels); this input is channels-first '
-                '(channels, ...): transpose with x.transpose(0, %s, 1), or use '
-                "data_format='channels_last' layers with L.Input(shape=%r)."
-                % (', '.join(str(i) for i in range(2, len(want) + 1)), tuple(got)))
-    if len(want) >= 2 and tuple(got) == (want[-1],) + tuple(want[:-1]):
-        return (' The data look channels-first (channels, ...); this input is channels-last '
+    if got == want[1:] + (want[0],):
+        return (' The data look channels-last (..., channels), this input is channels-first '
+                '(channels, ...): transpose with x.transpose(0, %d, %s), or build the model '
+                "with data_format='channels_last' layers and L.Input(shape=%r)."
+                % (k, ', '.join(str(i) for i in range(1, k)), got))
+    if got == (want[-1],) + want[:-1]:
+        return (' The data look channels-first (channels, ...), this input is channels-last '
                 '(..., channels): transpose with x.transpose(0, %s, 1).'
-                % ', '.join(str(i) for i in range(2, len(want) + 1)))
+                % ', '.join(str(i) for i in range(2, k + 1)))
     return ''
 
 
@@ -63,11 +65,10 @@ class EvaluationMixin:
                                  % (self._display_name(), name, a.shape))
             want = declared[name]
             if want is not None and tuple(a.shape[1:]) != tuple(want):
-                raise ShapeError('%s: input %r expects samples of shape %r (declared by '
-                                 'L.Input / input_shape; data shape (None, %s)). Received data '
-                                 'of shape %r.%s' % (self._display_name(), name, tuple(want),
-                                                     ', '.join(map(str, want)), a.shape,
-                                                     _layout_hint(want, a.shape[1:])))
+                raise ShapeError('%s: input %r expects data of shape (None, %s) (declared by '
+                                 'L.Input / input_shape). Received data of shape %r.%s'
+                                 % (self._display_name(), name, ', '.join(map(str, want)),
+                                    a.shape, _layout_hint(want, a.shape[1:])))
             if n is not None and len(a) != n:
                 raise ParamError('%s: all inputs need the same number of samples. Received '
                                  '%d and %d' % (self._display_name(), n, len(a)))
