@@ -283,3 +283,45 @@ def test_progress_line_is_one_based(digits, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith('Epoch 1/2 - loss: ') and out[1].startswith('Epoch 2/2 - loss: ')
     assert '2 steps' in out[0]
+
+
+class FakeTerminal:
+    """A stdout that says it is a terminal, so verbose=1 draws the tqdm bar."""
+
+    def __init__(self):
+        self.parts = []
+
+    def write(self, text):
+        self.parts.append(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_verbose_1_draws_a_live_tqdm_bar_on_a_terminal(digits, monkeypatch):
+    X, y, _, _ = digits
+    net = _mlp()
+    term = FakeTerminal()
+    monkeypatch.setattr('sys.stdout', term)
+    net.fit(X[:96], y[:96], batch_size=32, epochs=2, verbose=1, validation_split=0.25)
+    text = ''.join(term.parts)
+    assert 'Epoch 1/2' in text and 'Epoch 2/2' in text and 'Epoch 0/' not in text
+    assert '3/3' in text and 'step/s' in text       # step k/N and the rate
+    assert 'val_loss: ' in text                     # the epoch's values end the bar
+    assert '<' in text                              # tqdm's elapsed<remaining (ETA)
+
+
+def test_model_checkpoint_every_n_batches(digits, tmp_path):
+    X, y, _, _ = digits
+    net = _mlp()
+    cb = C.ModelCheckpoint(str(tmp_path / 'w-{epoch}-{loss:.3f}.params'),
+                           save_weights_only=True, save_freq=4)
+    net.fit(X[:192], y[:192], batch_size=32, epochs=2, verbose=0, callbacks=[cb])
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 3 and all(f.endswith('.params') for f in files)   # 12 batches / 4
+    weights = ff.nd.load(str(tmp_path / files[-1]))
+    assert sorted(weights) == ['arg:dense0_bias', 'arg:dense0_weight', 'arg:dense1_bias',
+                               'arg:dense1_weight']
