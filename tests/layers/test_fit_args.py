@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-import ffnumba as ff
 from ffnumba import layers as L
 from ffnumba.base import ParamError, ShapeError
 
