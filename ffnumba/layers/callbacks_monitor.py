@@ -161,11 +161,15 @@ class ModelCheckpoint(Callback):
         Save only when ``monitor`` beats the best value so far.
     save_weights_only : bool, default False
     mode : {'auto', 'min', 'max'}, default 'auto'
-        'auto': 'max' when the name has 'acc' or starts with 'fmeasure', else 'min'.
+        'auto': 'min' for losses and errors, 'max' for accuracy-like names.
     save_freq : 'epoch' or int, default 'epoch'
-        An int saves every that many training batches.
+        An int saves every that many training batches (the logs then also
+        have ``batch``, 1-based, for the file name).
     initial_value_threshold : float, optional
         The best value to beat at first.
+
+    With ``save_best_only`` and ``monitor`` missing from the logs, it warns
+    and saves (Keras 3).
     """
 
     def __init__(self, filepath, monitor='val_loss', verbose=0, save_best_only=False,
@@ -185,13 +189,9 @@ class ModelCheckpoint(Callback):
         if mode not in ('auto', 'min', 'max'):
             raise ParamError("ModelCheckpoint: `mode` must be one of 'auto', 'min', 'max'. "
                              'Received: mode=%r' % (mode,))
-        if mode == 'auto':
-            mode = 'max' if ('acc' in monitor or monitor.startswith('fmeasure')) else 'min'
-        self.monitor_op = np.greater if mode == 'max' else np.less
-        if initial_value_threshold is not None:
-            self.best = initial_value_threshold
-        else:
-            self.best = -np.inf if mode == 'max' else np.inf
+        self.mode = mode
+        self.monitor_op = None          # chosen at the first save (mode 'auto': by name)
+        self.best = initial_value_threshold
         self._batches = 0
         self._epoch = 0
         self.last_saved = None
@@ -203,7 +203,7 @@ class ModelCheckpoint(Callback):
         if self.save_freq != 'epoch':
             self._batches += 1
             if self._batches % self.save_freq == 0:
-                self._save(self._epoch, logs)
+                self._save(self._epoch, dict(logs or {}, batch=batch + 1))
 
     def on_epoch_end(self, epoch, logs=None):
         if self.save_freq == 'epoch':
@@ -218,19 +218,22 @@ class ModelCheckpoint(Callback):
                              'logs (%s)' % (self.filepath, e, ', '.join(sorted(logs)))) from None
         if self.save_best_only:
             current = logs.get(self.monitor)
+            if self.monitor_op is None:
+                self.monitor_op = _monitor_op('ModelCheckpoint', self.monitor, self.mode)
             if current is None:
-                warnings.warn('Can save best model only with %s available, skipping.'
-                              % self.monitor, stacklevel=3)
-                return
-            if not self.monitor_op(current, self.best):
+                warnings.warn('Can save best model only with %s available.' % self.monitor,
+                              stacklevel=3)
+            elif self.best is not None and not self.monitor_op(current, self.best):
                 if self.verbose > 0:
                     print('Epoch %d: %s did not improve from %.5f' % (epoch + 1, self.monitor,
                                                                      self.best))
                 return
-            if self.verbose > 0:
-                print('Epoch %d: %s improved from %.5f to %.5f, saving model to %s'
-                      % (epoch + 1, self.monitor, self.best, current, path))
-            self.best = current
+            else:
+                if self.verbose > 0:
+                    print('Epoch %d: %s improved from %s to %.5f, saving model to %s'
+                          % (epoch + 1, self.monitor, 'None' if self.best is None else
+                             '%.5f' % self.best, current, path))
+                self.best = current
         elif self.verbose > 0:
             print('Epoch %d: saving model to %s' % (epoch + 1, path))
         folder = os.path.dirname(path)
@@ -310,7 +313,7 @@ class ReduceLROnPlateau(Callback):
             self.wait += 1
             if self.wait >= self.patience:
                 old = self.model.learning_rate
-                if old > self.min_lr:
+                if old > np.float32(self.min_lr):   # Keras compares in float32
                     new = max(old * self.factor, self.min_lr)
                     self.model.learning_rate = new
                     if self.verbose > 0:

@@ -137,6 +137,16 @@ def test_model_checkpoint_template_and_best_only(tmp_path):
         cb.on_epoch_end(epoch, {'val_accuracy': 0.5})
     assert saved == [('weights', str(tmp_path / 'w-1.params')),
                      ('weights', str(tmp_path / 'w-2.params'))]
+    saved.clear()
+    cb = C.ModelCheckpoint(str(tmp_path / 'a-{epoch}'), monitor='val_accuracy',
+                           save_best_only=True, initial_value_threshold=0.6)
+    cb.set_model(Saver())
+    for epoch, v in enumerate([0.5, 0.7, 0.65, 0.8]):          # 'auto' means max here
+        cb.on_epoch_end(epoch, {'val_accuracy': v})
+    assert [os.path.basename(p) for _, p in saved] == ['a-2', 'a-4']
+    with pytest.warns(UserWarning, match='only with val_accuracy available'):
+        cb.on_epoch_end(4, {'loss': 1.0})                    # Keras 3: warn, then save
+    assert os.path.basename(saved[-1][1]) == 'a-5'
     cb = C.ModelCheckpoint(str(tmp_path / 'x-{nope}'))
     cb.set_model(Saver())
     with pytest.raises(ParamError, match='nope'):
