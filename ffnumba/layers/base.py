@@ -286,14 +286,19 @@ class Layer:
     @property
     def weight_names(self):
         """Names of this layer's weights in its model (arguments, then auxiliary states)."""
-        self._weight_owner('weight_names')._build()
-        args, aux = self.param_names(self._node_name)
+        owner = self._weight_owner('weight_names')
+        name = dict((id(la), n) for la, n in owner._named_layers())[id(self)]
+        args, aux = self.param_names(name)
         return args + aux
 
     def get_weights(self):
         """This layer's weights as a list of numpy arrays (order of :attr:`weight_names`)."""
         weights = self._weight_owner('get_weights')._weight_dict('get_weights')
         return [weights[n] for n in self.weight_names]
+
+    def count_params(self):
+        """Number of values in this layer's weights (arguments and auxiliary states)."""
+        return int(sum(w.size for w in self.get_weights()))
 
     def set_weights(self, weights):
         """Set this layer's weights from a list in :attr:`weight_names` order."""

@@ -168,12 +168,24 @@ class Model(TrainingMixin, WeightsMixin):
     @property
     def layers(self):
         """The layers, in graph order."""
-        return [t.layer for t in self._nodes()]
+        records = self._named_layers()
+        for layer, _ in records:
+            layer._owner = self
+        return [layer for layer, _ in records]
 
     @property
     def output_names(self):
         """Node names of the outputs (the output layers' names)."""
-        return self._build()[3]
+        return [name for _, name in self._named_layers(outputs_only=True)]
+
+    def _named_layers(self, outputs_only=False):
+        """``[(layer, node name)]`` of every layer call in order (or of the outputs),
+        without building the graph."""
+        outputs = self._outputs     # a Sequential makes new tensors on each access
+        nodes = self._nodes(outputs)
+        names = self._layer_names(nodes)
+        names.update(zip((t.uid for t in self._inputs), self._input_names()))
+        return [(t.layer, names[t.uid]) for t in (outputs if outputs_only else nodes)]
 
     def get_layer(self, name=None, index=None):
         """The layer called ``name`` (its node name, e.g. ``'dense1'``) or at ``index``.
@@ -183,13 +195,15 @@ class Model(TrainingMixin, WeightsMixin):
         ParamError
             For an unknown name or an index out of range.
         """
-        _, _, records, _ = self._build()
+        records = self._named_layers()
+        for layer, _ in records:
+            layer._owner = self
         if index is not None:
             if not -len(records) <= index < len(records):
                 raise ParamError('get_layer: index %d is out of range (%d layers)'
                                  % (index, len(records)))
             return records[index][0]
-        for layer, node, _ in records:
+        for layer, node in records:
             if node == name:
                 return layer
         raise ParamError('get_layer: no layer named %r; layers: %s'

@@ -53,9 +53,8 @@ class WeightsMixin:
     def weight_names(self):
         """Names of the weights in :meth:`get_weights` order (layer by layer; arguments, then
         auxiliary states such as BatchNorm's moving mean and variance)."""
-        _, _, records, _ = self._build()
         names = []
-        for layer, name, _ in records:
+        for layer, name in self._named_layers():
             args, aux = layer.param_names(name)
             names += args + aux
         return names

@@ -106,3 +106,15 @@ def test_dense_applies_to_last_axis_like_keras_and_flatten_like_mxnet():
     w2 = rng.normal(size=(4, 24)).astype(np.float32)
     mx.set_weights([w2, np.zeros(4, np.float32)])
     np.testing.assert_allclose(mx.predict(X3), X3.reshape(2, 24) @ w2.T, rtol=1e-5, atol=1e-6)
+
+
+def test_layer_normalization_without_input_trains_once_data_are_seen():
+    net = L.Sequential([L.Dense(6), L.LayerNormalization(), L.Dense(2)])
+    net.compile(optimizer='adam', loss='mse', learning_rate=0.01)
+    X = rng.normal(size=(32, 5)).astype(np.float32)
+    h = net.fit(X, X[:, :2], batch_size=8, epochs=3, verbose=0)
+    assert h.history['loss'][-1] < h.history['loss'][0]
+    ln = net.layers[1]
+    assert ln.weight_names == ['layernorm0_gamma', 'layernorm0_beta']
+    assert ln.count_params() == 12
+    assert not np.allclose(ln.get_weights()[0], 1.0)      # gamma started at 1 and learned
