@@ -185,7 +185,9 @@ class WeightsMixin:
     def _set_optimizer_states(self, payload):
         mod = self._module
         updater = mod._updater or getattr(mod._kvstore, '_updater', None)
+        rescale = mod._optimizer.rescale_grad      # 1 / batch size of this fit
         updater.set_states(payload)
+        updater.optimizer.rescale_grad = rescale
         mod._optimizer = updater.optimizer
         if mod._kvstore is not None and getattr(mod._kvstore, '_updater', None) is updater:
             mod._kvstore._optimizer = updater.optimizer

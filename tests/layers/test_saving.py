@@ -52,6 +52,11 @@ def test_save_load_continue_equals_uninterrupted(tmp_path):
     params = ff.nd.load(os.path.join(path, 'model.params'))
     assert 'arg:dense0_weight' in params and 'aux:batchnorm0_moving_var' in params
     assert open(os.path.join(path, 'optimizer.states'), 'rb').read(1) != b'\x80'
+    # resuming with another batch size rescales the gradient for it, keeping the states
+    other = L.load_model(path)
+    other.fit(X, y, batch_size=48, epochs=3, initial_epoch=2, verbose=0)
+    assert other._live_optimizer().rescale_grad == pytest.approx(1 / 48)
+    assert other._live_optimizer().num_update == 2 * 3 + 2
     # overwrite in place works, overwrite=False refuses
     loaded.save(path)
     with pytest.raises(FFError, match='overwrite'):
