@@ -106,6 +106,30 @@ class LossMetric(M.EvalMetric):
             self._add(float(values.sum()), len(values))
 
 
+class MeanMetric(LossMetric):
+    """Keras' ``mse``/``mae``/``rmse`` metrics: averaged over samples, not over batches.
+
+    (MXNet's ``mx.metric.MSE``/``MAE`` average the per-batch means, so a last
+    partial batch counts as much as a full one.) Unweighted, as Keras'
+    ``metrics``; ``rmse`` is the square root of the mean squared error.
+    """
+
+    def __init__(self, name):
+        super().__init__('mse' if name == 'rmse' else name, name=name)
+        self.root = name == 'rmse'
+
+    def update(self, labels, preds, weights=None):
+        super().update(labels, preds, None)
+
+    def get(self):
+        name, value = super().get()
+        return name, float(np.sqrt(value)) if self.root and value == value else value
+
+    def get_global(self):
+        name, value = super().get_global()
+        return name, float(np.sqrt(value)) if self.root and value == value else value
+
+
 class OutputSpec:
     """One model output with its loss: names, kind, loss weight and metrics."""
 

@@ -28,7 +28,7 @@ from .. import metric as M
 from .. import optimizer as opt
 from . import callbacks as C
 from .evaluation import EvaluationMixin, _check_batch_size
-from .losses import LOSSES, LossMetric, OutputSpec, check_loss
+from .losses import LOSSES, LossMetric, MeanMetric, OutputSpec, check_loss
 
 __all__ = ['TrainingMixin', 'LOSSES', 'LossMetric']
 
@@ -40,6 +40,10 @@ _METRICS = {'acc': 'acc', 'accuracy': 'acc', 'mse': 'mse', 'mae': 'mae', 'rmse':
 def _make_metric(m):
     if isinstance(m, M.EvalMetric):
         return m
+    if isinstance(m, str) and m.lower() in ('mse', 'mae', 'rmse', 'mean_squared_error',
+                                            'mean_absolute_error'):
+        return MeanMetric({'mean_squared_error': 'mse', 'mean_absolute_error': 'mae'}.get(
+            m.lower(), m.lower()))
     if isinstance(m, str) and m.lower() in _METRICS:
         return M.create(_METRICS[m.lower()])
     if callable(m):

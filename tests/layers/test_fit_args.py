@@ -185,3 +185,16 @@ def test_data_checked_against_declared_input_and_onehot_hint():
         net.fit(X, np.zeros(4), verbose=0)
     with pytest.raises(ParamError, match="categorical_crossentropy"):
         net.fit(np.zeros((4, 1, 8, 8)), np.eye(10)[[1, 2, 3, 4]], verbose=0)
+
+
+def test_regression_metrics_average_over_samples_like_keras():
+    rng = np.random.RandomState(8)
+    X = rng.normal(size=(10, 3)).astype(np.float32)
+    y = rng.normal(size=(10, 2)).astype(np.float32)
+    net = L.Sequential([L.Input(shape=(3,)), L.Dense(2)])
+    net.compile(optimizer='sgd', loss='mse', metrics=['mae', 'rmse'], learning_rate=0.0)
+    h = net.fit(X, y, batch_size=4, epochs=1, verbose=0)      # batches of 4, 4, 2; no update
+    d = net.predict(X).astype(np.float64) - y
+    assert h.history['mae'][0] == pytest.approx(np.abs(d).mean(), rel=1e-5)
+    assert h.history['rmse'][0] == pytest.approx(np.sqrt((d ** 2).mean()), rel=1e-5)
+    assert h.history['loss'][0] == pytest.approx((d ** 2).mean(), rel=1e-5)
