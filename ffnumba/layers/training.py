@@ -427,6 +427,9 @@ class TrainingMixin(EvaluationMixin):
             labels = [a[:split_at] for a in labels]
             weights = [w[:split_at] for w in weights]
             n = split_at
+        if n == 0:
+            raise ParamError('fit: `x` holds no samples.')
+        bs = min(bs, n)       # a batch larger than the data would only be padding
         if steps_per_epoch is not None:
             _check_batch_size('fit', steps_per_epoch, 'steps_per_epoch')
         steps = steps_per_epoch or int(math.ceil(n / bs))
