@@ -65,6 +65,8 @@ def plot_history(history, keys=None, to_file=None, title=None):
             if name.startswith('val_') and len(ys) < len(values.get(key, ys)):
                 xs = xs[-len(ys):]
             ax.plot(xs, ys, style, label=name, markersize=3)
+        from matplotlib.ticker import MaxNLocator
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel('epoch')
         ax.set_ylabel(key)
         ax.set_title(key)
