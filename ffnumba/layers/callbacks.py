@@ -160,6 +160,24 @@ class _MXNetEpochEnd(Callback):
         self.func(epoch, self.model.to_symbol(), dict(arg), dict(aux))
 
 
+class _Pair(Callback):
+    """Two adapted callbacks run as one (ff.callback.History)."""
+
+    def __init__(self, first, second):
+        super().__init__()
+        self.parts = (first, second)
+
+    def set_model(self, model):
+        for p in self.parts:
+            p.set_model(model)
+
+    def __getattribute__(self, name):
+        if name in _HOOKS:
+            parts = object.__getattribute__(self, 'parts')
+            return lambda *args: [getattr(p, name)(*args) for p in parts]
+        return object.__getattribute__(self, name)
+
+
 def _arity(func):
     try:
         sig = inspect.signature(func)
@@ -182,6 +200,9 @@ def adapt(obj):
     """
     if isinstance(obj, Callback):
         return obj
+    from ..callback import History as _MXHistory
+    if isinstance(obj, _MXHistory):       # ff.callback.History: its batch and epoch hooks
+        return _Pair(_MXNetBatchEnd(obj.batch_end), _MXNetEpochEnd(obj.epoch_end))
     if any(callable(getattr(obj, h, None)) for h in _HOOKS):
         return _DuckCallback(obj)
     if callable(obj):

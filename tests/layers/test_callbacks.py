@@ -284,6 +284,10 @@ def test_mxnet_callables_in_the_same_list(digits, tmp_path, caplog):
                for r in caplog.records)
     mod = ff.mod.Module.load(prefix, 2)
     assert 'softmax_output' in mod.symbol.list_outputs()
+    mx_history = ff.callback.History()
+    keras_history = net.fit(X, y, batch_size=32, epochs=2, verbose=0, callbacks=[mx_history])
+    assert mx_history.epoch == [0, 1]
+    assert mx_history.history['accuracy'] == pytest.approx(keras_history.history['accuracy'])
 
 
 def test_progress_line_is_one_based(digits, capsys):
