@@ -12,6 +12,11 @@ the second axis of its input only, and a ``BatchNorm`` counts ``2 * C``).
 
 The Python package ``graphviz`` is optional: only :func:`plot_network`
 needs it, and it raises :class:`GraphvizMissingError` when it is absent.
+
+For ``ff.layers`` models (Keras style), :func:`plot_history` draws a
+History's loss and metrics per epoch and :func:`plot_model` the layer graph
+with names, classes and output shapes (graphviz when present, matplotlib
+otherwise); both need matplotlib (``pip install ffnumba[viz]``).
 """
 import copy
 import json
@@ -21,7 +26,7 @@ import warnings
 from .base import FFError, ShapeError
 from .symbol import Symbol
 
-__all__ = ['print_summary', 'plot_network', 'GraphvizMissingError']
+__all__ = ['print_summary', 'plot_network', 'GraphvizMissingError', 'plot_history', 'plot_model']
 
 # Fill colours of the drawing, by operator family (MXNet's palette).
 _COLORS = ('#8dd3c7', '#fb8072', '#ffffb3', '#bebada', '#80b1d3',
@@ -375,3 +380,17 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
                 attr['label'] += '(' + type_dict[key].__name__ + ')'
             dot.edge(tail_name=node['name'], head_name=source['name'], **attr)
     return dot
+
+
+def plot_history(history, keys=None, to_file=None, title=None):
+    """Draw a Keras-style History (see :func:`ffnumba.layers.plotting.plot_history`)."""
+    from .layers.plotting import plot_history as _plot
+    return _plot(history, keys=keys, to_file=to_file, title=title)
+
+
+def plot_model(model, to_file='model.png', show_shapes=True, rankdir='TB', dpi=96,
+               engine='auto'):
+    """Draw an ``ff.layers`` model's graph (see :func:`ffnumba.layers.plotting.plot_model`)."""
+    from .layers.plotting import plot_model as _plot
+    return _plot(model, to_file=to_file, show_shapes=show_shapes, rankdir=rankdir, dpi=dpi,
+                 engine=engine)

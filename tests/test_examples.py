@@ -57,7 +57,19 @@ def test_svrg_beats_sgd(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('script, args', [('module_api.py', ()), ('bucketing_digits.py', ()),
-                                          ('keras_style.py', ('--epochs', '1'))])
+@pytest.mark.parametrize('script, args', [('module_api.py', ()), ('bucketing_digits.py', ())])
 def test_example_runs(tmp_path, script, args):
     run(tmp_path, script, *args)
+
+
+@pytest.mark.slow
+def test_keras_style_writes_its_files_under_out(tmp_path):
+    out = run(tmp_path, 'keras_style.py', '--quick')
+    folder = tmp_path / 'ffnumba_out' / 'keras_style'
+    assert sorted(os.listdir(folder)) == ['best.ffmodel', 'history.png', 'model.png',
+                                          'training.csv']
+    assert (folder / 'history.png').read_bytes()[:4] == b'\x89PNG'
+    assert sorted(os.listdir(folder / 'best.ffmodel')) == ['config.json', 'model.params',
+                                                           'optimizer.states']
+    assert re.search(r'Epoch 2/2 - loss: [0-9.]+ - accuracy: ', out)
+    assert accuracy(out) > 0.3

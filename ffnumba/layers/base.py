@@ -14,7 +14,10 @@ import numbers
 
 from ..base import ParamError
 
-__all__ = ['Layer', 'KerasTensor', 'Input', 'ACTIVATIONS']
+__all__ = ['Layer', 'KerasTensor', 'Input', 'ACTIVATIONS', 'LAYERS']
+
+#: Layer classes by name (filled by subclassing), read by ``from_config``/``load_model``.
+LAYERS = {}
 
 _tensor_ids = itertools.count()
 
@@ -228,10 +231,85 @@ class Layer:
         """
         raise NotImplementedError
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith('_'):
+            LAYERS[cls.__name__] = cls
+
+    @property
+    def trainable(self):
+        """False freezes the layer's weights (``grad_req='null'``; takes effect at the next fit)."""
+        return getattr(self, '_trainable', True)
+
+    @trainable.setter
+    def trainable(self, value):
+        if not isinstance(value, bool):
+            _fail(type(self).__name__, 'trainable', 'a bool', value)
+        self._trainable = value
+
+    def _own_config(self):
+        """The layer's own constructor arguments (subclasses extend it)."""
+        return {}
+
     def get_config(self):
-        """The constructor arguments, Keras style."""
-        return {'name': self.name}
+        """The constructor arguments, Keras style: ``type(layer).from_config(cfg)`` rebuilds it.
+
+        Holds ``name``, the layer's arguments, ``input_shape`` when given and
+        ``trainable`` when False.
+        """
+        cfg = dict(self._own_config())
+        cfg['name'] = self.name
+        if self.input_shape is not None:
+            cfg['input_shape'] = tuple(self.input_shape)
+        if not self.trainable:
+            cfg['trainable'] = False
+        return cfg
+
+    @classmethod
+    def from_config(cls, config):
+        """A new layer from :meth:`get_config`'s dict (lists read from JSON become tuples)."""
+        config = {k: tuple(v) if isinstance(v, list) else v for k, v in dict(config).items()}
+        trainable = config.pop('trainable', True)
+        layer = cls(**config)
+        layer.trainable = trainable
+        return layer
+
+    # ------------------------------------------------------------ weights
+    def _weight_owner(self, what):
+        owner = getattr(self, '_owner', None)
+        if owner is None:
+            from ..base import FFError
+            raise FFError('%s: %s needs the layer to be part of a built model.'
+                          % (type(self).__name__, what))
+        return owner
+
+    @property
+    def weight_names(self):
+        """Names of this layer's weights in its model (arguments, then auxiliary states)."""
+        owner = self._weight_owner('weight_names')
+        name = dict((id(la), n) for la, n in owner._named_layers())[id(self)]
+        args, aux = self.param_names(name)
+        return args + aux
+
+    def get_weights(self):
+        """This layer's weights as a list of numpy arrays (order of :attr:`weight_names`)."""
+        weights = self._weight_owner('get_weights')._weight_dict('get_weights')
+        return [weights[n] for n in self.weight_names]
+
+    def count_params(self):
+        """Number of values in this layer's weights (arguments and auxiliary states)."""
+        return int(sum(w.size for w in self.get_weights()))
+
+    def set_weights(self, weights):
+        """Set this layer's weights from a list in :attr:`weight_names` order."""
+        owner = self._weight_owner('set_weights')
+        names = self.weight_names
+        if len(weights) != len(names):
+            raise ParamError('%s: set_weights needs %d arrays (%s). Received: %d'
+                             % (type(self).__name__, len(names), ', '.join(names),
+                                len(weights)))
+        owner._assign_weights(dict(zip(names, weights)))
 
     def __repr__(self):
-        cfg = ', '.join('%s=%r' % kv for kv in self.get_config().items() if kv[0] != 'name')
+        cfg = ', '.join('%s=%r' % kv for kv in self._own_config().items())
         return '%s(%s)' % (type(self).__name__, cfg)

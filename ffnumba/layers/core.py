@@ -35,8 +35,15 @@ def _act_logits(pre, activation):
 class Dense(Layer):
     """Fully connected layer: ``out = activation(data @ W.T + b)`` (``ff.sym.FullyConnected``).
 
-    **Shapes**: data ``(batch, ...)`` (flattened to ``(batch, K)``), weight
-    ``(units, K)``, bias ``(units,)``, out ``(batch, units)``.
+    **Shapes** (Keras): data ``(batch, ..., K)``, weight ``(units, K)``, bias
+    ``(units,)``, out ``(batch, ..., units)``: on input of rank > 2 the layer
+    applies to the last axis, as Keras' Dense does.
+
+    **Where MXNet differs**: MXNet's ``FullyConnected`` (and Gluon's
+    ``Dense``) flatten by default: ``(batch, d1, d2, ...)`` becomes ``(batch,
+    d1*d2*...)`` and the out is ``(batch, units)``. ``flatten=True`` gives
+    MXNet's behaviour; the default ``flatten=False`` gives Keras'. On 2-D
+    input both are the same.
 
     Parameters
     ----------
@@ -44,8 +51,9 @@ class Dense(Layer):
     activation : str or None, default None
         A name of :data:`ffnumba.layers.ACTIVATIONS` (or 'linear').
     use_bias : bool, default True
-    flatten : bool, default True
-        False applies the layer to the last axis only.
+    flatten : bool, default False
+        True flattens every axis after the batch axis first (MXNet's
+        ``FullyConnected`` default).
     name : str, optional
 
     Raises
@@ -56,7 +64,7 @@ class Dense(Layer):
 
     prefix = 'dense'
 
-    def __init__(self, units, activation=None, use_bias=True, flatten=True, name=None,
+    def __init__(self, units, activation=None, use_bias=True, flatten=False, name=None,
                  input_shape=None):
         super().__init__(name, input_shape)
         self.units = check_positive_int('Dense', 'units', units)
@@ -71,9 +79,9 @@ class Dense(Layer):
         out = apply_activation(pre, self.activation, '%s_%s' % (name, self.activation))
         return out, _act_logits(pre, self.activation)
 
-    def get_config(self):
+    def _own_config(self):
         return {'units': self.units, 'activation': self.activation, 'use_bias': self.use_bias,
-                'name': self.name}
+                'flatten': self.flatten}
 
 
 class Activation(Layer):
@@ -101,8 +109,8 @@ class Activation(Layer):
         out = apply_activation(inputs[0], self.activation, name)
         return out, _act_logits(inputs[0], self.activation)
 
-    def get_config(self):
-        return {'activation': self.activation, 'name': self.name}
+    def _own_config(self):
+        return {'activation': self.activation}
 
 
 class LeakyReLU(Layer):
@@ -126,8 +134,8 @@ class LeakyReLU(Layer):
         return S.LeakyReLU(inputs[0], act_type='leaky', slope=self.negative_slope,
                            name=name), None
 
-    def get_config(self):
-        return {'negative_slope': self.negative_slope, 'name': self.name}
+    def _own_config(self):
+        return {'negative_slope': self.negative_slope}
 
 
 class Dropout(Layer):
@@ -149,8 +157,8 @@ class Dropout(Layer):
     def build_symbol(self, name, inputs):
         return S.Dropout(inputs[0], p=self.rate, name=name), None
 
-    def get_config(self):
-        return {'rate': self.rate, 'name': self.name}
+    def _own_config(self):
+        return {'rate': self.rate}
 
 
 class Flatten(Layer):
@@ -182,8 +190,8 @@ class Reshape(Layer):
     def build_symbol(self, name, inputs):
         return S.Reshape(inputs[0], shape=(0,) + self.target_shape, name=name), None
 
-    def get_config(self):
-        return {'target_shape': self.target_shape, 'name': self.name}
+    def _own_config(self):
+        return {'target_shape': self.target_shape}
 
 
 class Embedding(Layer):
@@ -212,8 +220,8 @@ class Embedding(Layer):
         return S.Embedding(inputs[0], input_dim=self.input_dim, output_dim=self.output_dim,
                            name=name), None
 
-    def get_config(self):
-        return {'input_dim': self.input_dim, 'output_dim': self.output_dim, 'name': self.name}
+    def _own_config(self):
+        return {'input_dim': self.input_dim, 'output_dim': self.output_dim}
 
 
 class BatchNormalization(Layer):
@@ -261,9 +269,9 @@ class BatchNormalization(Layer):
         return S.BatchNorm(inputs[0], axis=self.axis, momentum=self.momentum, eps=self.epsilon,
                            fix_gamma=not self.scale, name=name), None
 
-    def get_config(self):
+    def _own_config(self):
         return {'axis': self.axis, 'momentum': self.momentum, 'epsilon': self.epsilon,
-                'scale': self.scale, 'name': self.name}
+                'scale': self.scale}
 
 
 class Concatenate(Layer):
@@ -288,5 +296,5 @@ class Concatenate(Layer):
     def build_symbol(self, name, inputs):
         return S.Concat(*inputs, dim=self.axis, name=name), None
 
-    def get_config(self):
-        return {'axis': self.axis, 'name': self.name}
+    def _own_config(self):
+        return {'axis': self.axis}

@@ -9,6 +9,8 @@ and run :class:`ffnumba.mod.Module` underneath.
 from ..base import ParamError, ShapeError
 from .. import symbol as S
 from .base import KerasTensor, Layer, check_name, check_shape
+from .base import LAYERS
+from .saving import WeightsMixin
 from .training import TrainingMixin
 
 __all__ = ['Model', 'Sequential']
@@ -26,7 +28,7 @@ def _fmt_shape(shape):
     return '(None, %s)' % ', '.join(str(d) for d in shape[1:]) if len(shape) > 1 else '(None,)'
 
 
-class Model(TrainingMixin):
+class Model(TrainingMixin, WeightsMixin):
     """A model from input tensors to output tensors (Keras functional API).
 
     Example::
@@ -118,20 +120,29 @@ class Model(TrainingMixin):
         return names
 
     def _build(self):
-        """``(outputs, logits, records)``: output Symbols, their pre-activation logits
-        (or None) and ``[(layer, name, out_symbol)]`` in order."""
+        """``(outputs, logits, records, out_names)``: output Symbols, their
+        pre-activation logits (or None), ``[(layer, name, out_symbol)]`` in order
+        and the node name of each output."""
         outputs = self._outputs
         nodes = self._nodes(outputs)
         names = self._layer_names(nodes)
         syms, logits = {}, {}
         for t, name in zip(self._inputs, self._input_names()):
             syms[t.uid] = S.Variable(name)
+        try:
+            hint = self._input_shapes()
+        except ShapeError:
+            hint = None
         records = []
         for t in nodes:
+            t.layer._input_hint = hint
             out, pre = t.layer.build_symbol(names[t.uid], [syms[i.uid] for i in t.inputs])
             syms[t.uid], logits[t.uid] = out, pre
             records.append((t.layer, names[t.uid], out))
-        return ([syms[t.uid] for t in outputs], [logits.get(t.uid) for t in outputs], records)
+            t.layer._node_name = names[t.uid]
+            t.layer._owner = self
+        return ([syms[t.uid] for t in outputs], [logits.get(t.uid) for t in outputs], records,
+                [names.get(t.uid, 'output%d' % i) for i, t in enumerate(outputs)])
 
     def to_symbol(self, with_loss=True):
         """The model as a Symbol.
@@ -149,7 +160,7 @@ class Model(TrainingMixin):
         FFError
             ``with_loss=True`` before :meth:`compile`.
         """
-        outputs, logits, _ = self._build()
+        outputs, logits, _, _ = self._build()
         if not with_loss:
             return outputs[0] if len(outputs) == 1 else S.Group(outputs)
         return self._loss_head(outputs, logits)
@@ -157,7 +168,83 @@ class Model(TrainingMixin):
     @property
     def layers(self):
         """The layers, in graph order."""
-        return [t.layer for t in self._nodes()]
+        records = self._named_layers()
+        for layer, _ in records:
+            layer._owner = self
+        return [layer for layer, _ in records]
+
+    @property
+    def output_names(self):
+        """Node names of the outputs (the output layers' names)."""
+        return [name for _, name in self._named_layers(outputs_only=True)]
+
+    def _named_layers(self, outputs_only=False):
+        """``[(layer, node name)]`` of every layer call in order (or of the outputs),
+        without building the graph."""
+        outputs = self._outputs     # a Sequential makes new tensors on each access
+        nodes = self._nodes(outputs)
+        names = self._layer_names(nodes)
+        names.update(zip((t.uid for t in self._inputs), self._input_names()))
+        return [(t.layer, names[t.uid]) for t in (outputs if outputs_only else nodes)]
+
+    def get_layer(self, name=None, index=None):
+        """The layer called ``name`` (its node name, e.g. ``'dense1'``) or at ``index``.
+
+        Raises
+        ------
+        ParamError
+            For an unknown name or an index out of range.
+        """
+        records = self._named_layers()
+        for layer, _ in records:
+            layer._owner = self
+        if index is not None:
+            if not -len(records) <= index < len(records):
+                raise ParamError('get_layer: index %d is out of range (%d layers)'
+                                 % (index, len(records)))
+            return records[index][0]
+        for layer, node in records:
+            if node == name:
+                return layer
+        raise ParamError('get_layer: no layer named %r; layers: %s'
+                         % (name, ', '.join(r[1] for r in records)))
+
+    # ------------------------------------------------------------ config
+    def get_config(self):
+        """The architecture as JSON-able data: ``{'class_name', 'config'}`` (Keras style).
+
+        :func:`ffnumba.layers.model_from_config` (and :meth:`from_config`)
+        rebuild an untrained model with the same layers, names and weights' names.
+        """
+        nodes = self._nodes()
+        ids = {t.uid: i for i, t in enumerate(self._inputs)}
+        inputs = [{'shape': None if t.shape is None else list(t.shape), 'name': t.name,
+                   'dtype': t.dtype} for t in self._inputs]
+        layers = []
+        for t in nodes:
+            ids[t.uid] = len(ids)
+            layers.append({'class_name': type(t.layer).__name__,
+                           'config': _jsonable(t.layer.get_config()),
+                           'inbound': [ids[i.uid] for i in t.inputs]})
+        return {'class_name': 'Model', 'config': {
+            'name': self.name, 'inputs': inputs, 'layers': layers,
+            'outputs': [ids[t.uid] for t in self._outputs]}}
+
+    @classmethod
+    def from_config(cls, config):
+        """A new model from the ``'config'`` part of :meth:`get_config`."""
+        from .base import Input
+        tensors = [Input(tuple(i['shape']), name=i['name'], dtype=i.get('dtype', 'float32'))
+                   if i['shape'] is not None else KerasTensor(name=i['name'])
+                   for i in config['inputs']]
+        inputs = list(tensors)
+        for entry in config['layers']:
+            layer = _layer_from_config(entry)
+            args = [tensors[k] for k in entry['inbound']]
+            tensors.append(layer(args if layer.num_inputs != 1 else args[0]))
+        outputs = [tensors[k] for k in config['outputs']]
+        return Model(inputs if len(inputs) > 1 else inputs[0],
+                     outputs if len(outputs) > 1 else outputs[0], name=config['name'])
 
     @property
     def input_names(self):
@@ -210,7 +297,7 @@ class Model(TrainingMixin):
         str
         """
         shapes = self._input_shapes(input_shape)
-        outputs, _, records = self._build()
+        outputs, _, records, _ = self._build()
         internals = S.Group([rec[2] for rec in records])
         batch = {k: (1,) + tuple(v) for k, v in shapes.items()}
         try:
@@ -229,7 +316,7 @@ class Model(TrainingMixin):
             rows.append(('%s (%s)' % (name, type(layer).__name__), _fmt_shape(oshape),
                          n_arg + n_aux))
             total += n_arg + n_aux
-            trainable += n_arg
+            trainable += n_arg if layer.trainable else 0
         widths = [max(len('Layer (type)'), *(len(r[0]) for r in rows)) + 2,
                   max(len('Output Shape'), *(len(r[1]) for r in rows)) + 2, 12]
         line = '=' * sum(widths)
@@ -250,6 +337,17 @@ class Model(TrainingMixin):
         """Total number of weights and auxiliary states (what :meth:`summary` reports)."""
         self.summary(input_shape, print_fn=None)
         return sum(self._summary_counts.values())
+
+
+def _jsonable(cfg):
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}
+
+
+def _layer_from_config(entry):
+    cls = LAYERS.get(entry.get('class_name'))
+    if cls is None:
+        raise ParamError('from_config: unknown layer class %r' % (entry.get('class_name'),))
+    return cls.from_config(entry['config'])
 
 
 def _size(shape):
@@ -308,6 +406,29 @@ class Sequential(Model):
             raise ParamError('Sequential: there is no layer to pop.')
         self._module = None
         return self._layers.pop()
+
+    def get_config(self):
+        """``{'class_name': 'Sequential', 'config': {'name', 'input', 'layers'}}``."""
+        first = self._input
+        inp = None
+        if first is not None and first.shape is not None:
+            inp = {'shape': list(first.shape), 'name': first.name, 'dtype': first.dtype}
+        return {'class_name': 'Sequential', 'config': {
+            'name': self.name, 'input': inp,
+            'layers': [{'class_name': type(layer).__name__,
+                        'config': _jsonable(layer.get_config())} for layer in self._layers]}}
+
+    @classmethod
+    def from_config(cls, config):
+        """A new Sequential from the ``'config'`` part of :meth:`get_config`."""
+        from .base import Input
+        layers = []
+        if config.get('input') is not None:
+            i = config['input']
+            layers.append(Input(tuple(i['shape']), name=i['name'], dtype=i.get('dtype',
+                                                                              'float32')))
+        layers += [_layer_from_config(entry) for entry in config['layers']]
+        return Sequential(layers, name=config['name'])
 
     @property
     def _inputs(self):

@@ -1,20 +1,21 @@
-"""compile / fit / evaluate / predict for Keras-style models, over :class:`ffnumba.mod.Module`.
+"""compile / fit for Keras-style models, over :class:`ffnumba.mod.Module`.
 
-Losses map onto MXNet loss heads (the head's gradient is the loss's):
+``fit`` drives a :class:`~ffnumba.mod.Module` through the steps
+``Module.fit`` is made of (``bind``, ``init_params``, ``init_optimizer``,
+then per batch ``forward_backward`` and ``update``), and calls Keras'
+callback hooks between them: Keras semantics (batch-begin hooks,
+``stop_training`` within an epoch, ``steps_per_epoch``, per-sample weights,
+``validation_freq``) need a hook at every step, which ``Module.fit``'s
+batch-end/epoch-end callbacks do not give. No kernel or update rule is
+added: gradients, optimizers, kvstores and multi-device splitting are the
+Module's.
 
-=================================================  =============================  ==============
-``loss=``                                          head (node name)               label name
-=================================================  =============================  ==============
-'softmax', 'sparse_categorical_crossentropy',      ``SoftmaxOutput`` (softmax)    softmax_label
-'categorical_crossentropy' (one-hot y, argmaxed)
-'mse', 'mean_squared_error'                        ``LinearRegressionOutput``     lro_label
-'mae', 'mean_absolute_error'                       ``MAERegressionOutput``        mae_label
-'binary_crossentropy', 'sigmoid'                   ``LogisticRegressionOutput``   logistic_label
-=================================================  =============================  ==============
-
-The reported ``loss`` is computed from the head's outputs and the labels:
-mean ``-log p[y]`` (softmax), mean squared / absolute error per sample
-(averaged over output units), mean binary cross-entropy (logistic).
+Batches: ``batch_size`` samples in order (reshuffled every epoch with
+``shuffle=True``); the last partial batch is padded to the bound batch size
+with weight-0 rows, and its real rows' weights are scaled by
+``batch_size / m`` so that its gradient is the mean over its ``m`` samples,
+as in Keras (BatchNorm's batch statistics do see the padding rows).
+Losses: :mod:`ffnumba.layers.losses`.
 """
 import math
 import warnings
@@ -22,71 +23,27 @@ import warnings
 import numpy as np
 
 from ..base import FFError, ParamError
-from .. import callback as cb
 from .. import initializer as init
 from .. import metric as M
 from .. import optimizer as opt
-from .. import symbol as S
+from . import callbacks as C
+from .evaluation import EvaluationMixin, _check_batch_size
+from .losses import LOSSES, LossMetric, MeanMetric, OutputSpec, check_loss
 
-__all__ = ['TrainingMixin', 'LOSSES']
-
-#: loss name -> (kind, head op, head name)
-LOSSES = {
-    'softmax': ('softmax', 'SoftmaxOutput', 'softmax'),
-    'sparse_categorical_crossentropy': ('softmax', 'SoftmaxOutput', 'softmax'),
-    'categorical_crossentropy': ('onehot', 'SoftmaxOutput', 'softmax'),
-    'mse': ('mse', 'LinearRegressionOutput', 'lro'),
-    'mean_squared_error': ('mse', 'LinearRegressionOutput', 'lro'),
-    'mae': ('mae', 'MAERegressionOutput', 'mae'),
-    'mean_absolute_error': ('mae', 'MAERegressionOutput', 'mae'),
-    'binary_crossentropy': ('logistic', 'LogisticRegressionOutput', 'logistic'),
-    'sigmoid': ('logistic', 'LogisticRegressionOutput', 'logistic'),
-}
+__all__ = ['TrainingMixin', 'LOSSES', 'LossMetric']
 
 _METRICS = {'acc': 'acc', 'accuracy': 'acc', 'mse': 'mse', 'mae': 'mae', 'rmse': 'rmse',
             'ce': 'ce', 'cross_entropy': 'ce', 'crossentropy': 'ce', 'f1': 'f1',
             'top_k_accuracy': 'top_k_accuracy', 'perplexity': 'perplexity'}
 
 
-class LossMetric(M.EvalMetric):
-    """The compiled loss, per sample, from head outputs and labels (history key ``loss``).
-
-    Parameters
-    ----------
-    kind : {'softmax', 'onehot', 'mse', 'mae', 'logistic'}
-    eps : float, default 1e-7
-        Probabilities are clipped to ``[eps, 1 - eps]`` before the log (Keras).
-    """
-
-    def __init__(self, kind, eps=1e-7, name='loss'):
-        super().__init__(name, has_global_stats=True)
-        self.kind = kind
-        self.eps = eps
-
-    def update(self, labels, preds):
-        labels, preds = M.check_label_shapes(labels, preds, True)
-        for label, pred in zip(labels, preds):
-            label, pred = np.asarray(label, np.float64), np.asarray(pred, np.float64)
-            n = pred.shape[0]
-            if self.kind in ('softmax', 'onehot'):
-                prob = pred.reshape(n, -1)[np.arange(n), label.reshape(n).astype(np.int64)]
-                value = -np.log(np.clip(prob, self.eps, 1.0)).sum()
-            else:
-                pred = pred.reshape(n, -1)
-                label = label.reshape(n, -1)
-                if self.kind == 'mse':
-                    value = ((pred - label) ** 2).mean(axis=1).sum()
-                elif self.kind == 'mae':
-                    value = np.abs(pred - label).mean(axis=1).sum()
-                else:
-                    p = np.clip(pred, self.eps, 1 - self.eps)
-                    value = -(label * np.log(p) + (1 - label) * np.log(1 - p)).mean(axis=1).sum()
-            self._add(float(value), n)
-
-
 def _make_metric(m):
     if isinstance(m, M.EvalMetric):
         return m
+    if isinstance(m, str) and m.lower() in ('mse', 'mae', 'rmse', 'mean_squared_error',
+                                            'mean_absolute_error'):
+        return MeanMetric({'mean_squared_error': 'mse', 'mean_absolute_error': 'mae'}.get(
+            m.lower(), m.lower()))
     if isinstance(m, str) and m.lower() in _METRICS:
         return M.create(_METRICS[m.lower()])
     if callable(m):
@@ -95,51 +52,101 @@ def _make_metric(m):
                      'function. Received: %r' % (', '.join(repr(k) for k in sorted(_METRICS)), m))
 
 
-class _Epochs:
-    """Epoch-end work in fit: validation (pad-free), the Keras line, user callbacks."""
-
-    def __init__(self, model, history, val, batch_size, epochs, verbose, callbacks):
-        self.model, self.history, self.val = model, history, val
-        self.batch_size, self.epochs, self.verbose = batch_size, epochs, verbose
-        self.callbacks = callbacks
-
-    def __call__(self, epoch, symbol=None, arg_params=None, aux_params=None):
-        if self.val is not None:
-            values = self.model._evaluate_arrays(self.val[0], self.val[1], self.batch_size)
-            self.history.record(epoch, values, prefix='val_')
-        logs = {k: v[-1] for k, v in self.history.history.items()
-                if len(v) == len(self.history.epoch)}
-        if self.verbose:
-            print('Epoch %d/%d - %s' % (epoch + 1, self.epochs, ' - '.join(
-                '%s: %.4f' % kv for kv in logs.items())), flush=True)
-        for c in self.callbacks:
-            c.on_epoch_end(epoch, logs)
+def _per_output(value, names, what, default):
+    """``value`` for each output: one value for all, a list in output order or a dict by name."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise ParamError('compile: `%s` keys must be output names %r. Received: %r'
+                             % (what, names, unknown))
+        return [value.get(n, default) for n in names]
+    if isinstance(value, (list, tuple)) and what != 'metrics':
+        if len(value) != len(names):
+            raise ParamError('compile: `%s` must have one entry per output (%d: %r). '
+                             'Received: %r' % (what, len(names), names, value))
+        return list(value)
+    return [value] * len(names)
 
 
-class TrainingMixin:
-    """Keras-style training over :class:`ffnumba.mod.Module` (mixed into Model)."""
+class _RunningMetric(M.EvalMetric):
+    """What MXNet batch callbacks (Speedometer) see as ``eval_metric``: the running logs."""
+
+    def __init__(self, fit):
+        super().__init__('keras-logs')
+        self._fit = fit
+
+    def get_name_value(self):
+        return list(self._fit.logs().items())
+
+    get_global_name_value = get_name_value
+
+    def reset(self):
+        pass     # the epoch means belong to fit; Speedometer's auto_reset must not clear them
+
+
+class _Accumulator:
+    """Per-output loss and metrics over an epoch (or an evaluation)."""
+
+    def __init__(self, specs):
+        self.specs = specs
+        self.losses = [LossMetric(s.kind) for s in specs]
+        for m in [self.losses] + [s.metrics for s in specs]:
+            for metric in m:
+                metric.reset()
+
+    def update(self, labels, outs, weights):
+        for spec, loss, label, out, w in zip(self.specs, self.losses, labels, outs, weights):
+            loss.update([label], [out], None if w is None else [w])
+            for m in spec.metrics:
+                m.update([label], [out])
+
+    def logs(self):
+        values = [(s, loss.get()[1]) for s, loss in zip(self.specs, self.losses)]
+        out = {'loss': float(sum(s.loss_weight * v for s, v in values))}
+        if len(self.specs) > 1:
+            for s, v in values:
+                out[s.prefix + 'loss'] = float(v)
+        for s in self.specs:
+            for m in s.metrics:
+                for name, value in m.get_name_value():
+                    out[s.prefix + name] = float(value)
+        return out
+
+
+class TrainingMixin(EvaluationMixin):
+    """Keras-style compile and fit over :class:`ffnumba.mod.Module` (mixed into Model)."""
 
     def _init_training(self):
         self._compiled = None
         self._module = None
+        self._fixed = None
         self._seen_shapes = {}
         self._pending = None
+        self._pending_states = None
+        self._train_metric = None
         self.history = None
+        self.stop_training = False
 
     # ------------------------------------------------------------ compile
-    def compile(self, optimizer='rmsprop', loss=None, metrics=None, ctx=None,
-                initializer=None, kvstore='local', learning_rate=None, **optimizer_params):
-        """Choose the optimizer, the loss head, the metrics and the devices.
+    def compile(self, optimizer='rmsprop', loss=None, loss_weights=None, metrics=None,
+                ctx=None, initializer=None, kvstore='local', learning_rate=None,
+                **optimizer_params):
+        """Choose the optimizer, the loss head(s), the metrics and the devices.
 
         Parameters
         ----------
         optimizer : str or Optimizer, default 'rmsprop'
             A registered name ('sgd', 'adam', 'rmsprop', ...) or an instance.
-        loss : str
-            A key of :data:`LOSSES` (module docstring).
-        metrics : list, optional
+        loss : str, list or dict
+            A key of :data:`LOSSES`; with several outputs one for all, a list in
+            output order or a dict by output layer name.
+        loss_weights : list or dict of float, optional
+            Per output; the total ``loss`` is ``sum(w_k * loss_k)``.
+        metrics : list, list of lists or dict, optional
             Names ('acc'/'accuracy', 'mse', 'mae', 'rmse', 'ce', 'f1', ...),
-            EvalMetric instances or functions ``f(label, pred)``.
+            EvalMetric instances or functions ``f(label, pred)``. A flat list
+            applies to every output; a dict maps output names to lists.
+            Metrics are not weighted by ``sample_weight`` (Keras' ``metrics``).
         ctx : Context or list of Context, default [cpu(0)]
             Several contexts split each batch (data parallel).
         initializer : Initializer, default Xavier(uniform, avg, 3)
@@ -153,11 +160,31 @@ class TrainingMixin:
         Raises
         ------
         ParamError
-            For an unknown loss, metric or optimizer.
+            For an unknown loss, metric or optimizer, or per-output values that
+            do not match the outputs.
         """
-        if not isinstance(loss, str) or loss.lower() not in LOSSES:
-            raise ParamError('compile: `loss` must be one of %s. Received: loss=%r'
-                             % (', '.join(repr(k) for k in LOSSES), loss))
+        names = self.output_names
+        losses = [check_loss(v) for v in _per_output(loss, names, 'loss', None)]
+        weights = _per_output(1.0 if loss_weights is None else loss_weights, names,
+                              'loss_weights', 1.0)
+        if isinstance(metrics, dict):
+            per = _per_output(metrics, names, 'metrics', [])
+        elif isinstance(metrics, (list, tuple)) and metrics and all(
+                isinstance(m, (list, tuple)) for m in metrics):
+            if len(metrics) != len(names):
+                raise ParamError('compile: `metrics` as a list of lists needs one list per '
+                                 'output (%d). Received: %d' % (len(names), len(metrics)))
+            per = list(metrics)
+        else:
+            per = [metrics] * len(names)
+        per = [[] if m is None else list(m) if isinstance(m, (list, tuple)) else [m]
+               for m in per]
+        if len(names) > 1 and any(isinstance(m, M.EvalMetric) for lst in per for m in lst
+                                  if per.count(lst) > 1):
+            raise ParamError('compile: an EvalMetric instance cannot be shared by several '
+                             'outputs; give metric names or a dict per output.')
+        specs = [OutputSpec(n, lo, w, [_make_metric(m) for m in ms], len(names) == 1)
+                 for n, lo, w, ms in zip(names, losses, weights, per)]
         if learning_rate is not None:
             optimizer_params['learning_rate'] = learning_rate
         if isinstance(optimizer, str):
@@ -168,283 +195,325 @@ class TrainingMixin:
         elif optimizer_params:
             raise ParamError('compile: optimizer parameters go into the Optimizer instance. '
                              'Received: %r' % (sorted(optimizer_params),))
-        metrics = [] if metrics is None else list(metrics) if isinstance(
-            metrics, (list, tuple)) else [metrics]
-        metric_objs = [_make_metric(m) for m in metrics]
         if ctx is None:
             from ..context import cpu
             ctx = [cpu(0)]
         ctx = list(ctx) if isinstance(ctx, (list, tuple)) else [ctx]
-        self._compiled = dict(loss=loss.lower(), optimizer=optimizer,
-                              optimizer_params=dict(optimizer_params), metrics=metric_objs,
-                              ctx=ctx, kvstore=kvstore,
+        self._compiled = dict(loss=loss, loss_weights=loss_weights, metrics=metrics,
+                              specs=specs, optimizer=optimizer,
+                              optimizer_params=dict(optimizer_params), ctx=ctx,
+                              kvstore=kvstore,
                               initializer=initializer or init.Xavier('uniform', 'avg', 3))
         if self._module is not None and self._module.params_initialized:
             self._pending = self._module.get_params()
         self._module = None
 
     @property
+    def _specs(self):
+        return self._need_compiled('the loss')['specs']
+
+    @property
     def loss_kind(self):
-        """'softmax', 'onehot', 'mse', 'mae' or 'logistic' (from the compiled loss)."""
-        return LOSSES[self._need_compiled('loss')['loss']][0]
+        """'softmax', 'onehot', 'mse', 'mae' or 'logistic' (the first output's loss)."""
+        return self._specs[0].kind
 
     @property
     def label_name(self):
-        """The label argument of the loss head (``'softmax_label'``, ...)."""
-        return LOSSES[self._need_compiled('label_name')['loss']][2] + '_label'
+        """The label argument of the (first) loss head (``'softmax_label'``, ...)."""
+        return self._specs[0].label_name
 
     @property
     def metrics_names(self):
-        """``['loss', <metric names>...]``: the order :meth:`evaluate` returns."""
-        return ['loss'] + [n for m in self._need_compiled('metrics_names')['metrics']
-                           for n, _ in m.get_name_value()]
+        """Keys of :meth:`evaluate`'s values, in its order (``['loss', 'accuracy']``)."""
+        acc = _Accumulator(self._specs)
+        return list(acc.logs())
 
     def _need_compiled(self, what):
         if self._compiled is None:
             raise FFError('%s: %s needs compile() first.' % (self._display_name(), what))
         return self._compiled
 
-    def _loss_head(self, outputs, logits):
-        cfg = self._need_compiled('to_symbol(with_loss=True)')
-        if len(outputs) != 1:
-            raise FFError('%s: compile/fit support one output; this model has %d. Use '
-                          'to_symbol(with_loss=False) and ff.mod.Module for more.'
-                          % (self._display_name(), len(outputs)))
-        kind, op, head = LOSSES[cfg['loss']]
-        data = outputs[0]
-        wanted = {'softmax': 'softmax', 'onehot': 'softmax', 'logistic': 'sigmoid'}.get(kind)
-        if logits[0] is not None and logits[0][0] == wanted:
-            data = logits[0][1]   # the head applies the activation itself
-        return getattr(S, op)(data, name=head)
+    def _loss_head(self, outputs, logits, weighted=False):
+        from .. import symbol as S
+        specs = self._need_compiled('to_symbol(with_loss=True)')['specs']
+        heads = [s.head_symbol(o, lg, weighted) for s, o, lg in zip(specs, outputs, logits)]
+        return heads[0] if len(heads) == 1 else S.Group(heads)
 
-    # ------------------------------------------------------------ data
-    def _data_dict(self, x):
-        names = self._input_names()
-        if isinstance(x, dict):
-            arrays = dict(x)
-            if sorted(arrays) != sorted(names):
-                raise ParamError('%s: `x` keys must be the inputs %r. Received: %r'
-                                 % (self._display_name(), names, sorted(arrays)))
-        else:
-            xs = list(x) if isinstance(x, (list, tuple)) else [x]
-            if len(xs) != len(names):
-                raise ParamError('%s: `x` must hold %d arrays (inputs %r). Received: %d'
-                                 % (self._display_name(), len(names), names, len(xs)))
-            arrays = dict(zip(names, xs))
-        out = {}
-        for name in names:
-            a = np.asarray(arrays[name], dtype=np.float32)
-            if a.ndim < 1:
-                raise ParamError('%s: input %r must have a batch axis. Received shape %s'
-                                 % (self._display_name(), name, a.shape))
-            out[name] = a
-            self._seen_shapes[name] = a.shape[1:]
-        return out
+    def _train_symbol(self):
+        outputs, logits, _, _ = self._build()
+        return self._loss_head(outputs, logits, weighted=True)
 
-    def _label_array(self, y, n):
-        y = np.asarray(y)
-        if y.shape[0] != n:
-            raise ParamError('%s: `y` must have one row per sample (%d). Received shape %s'
-                             % (self._display_name(), n, y.shape))
-        kind = self.loss_kind
-        if kind == 'onehot' and y.ndim == 2:
-            y = y.argmax(axis=1)
-        if kind in ('softmax', 'onehot'):
-            return y.reshape(n).astype(np.float32)
-        out = self.to_symbol(with_loss=False)
-        shapes = {k: (1,) + tuple(v) for k, v in self._input_shapes().items()}
-        oshape = out.infer_shape(**shapes)[1][0][1:]
-        if y.size != n * int(np.prod(oshape)):
-            raise ParamError('%s: `y` must match the output shape (None, %s). Received '
-                             'shape %s' % (self._display_name(),
-                                           ', '.join(map(str, oshape)), y.shape))
-        return y.reshape((n,) + tuple(oshape)).astype(np.float32)
-
-    def _iter(self, data, label, batch_size, shuffle=False):
-        from ..io import NDArrayIter
-        return NDArrayIter(data, label, batch_size=batch_size, shuffle=shuffle,
-                           last_batch_handle='pad')
-
-    def _get_module(self, data, batch_size, training):
-        from ..module import Module
-        if self._module is None:
-            if self._compiled is not None:
-                sym, labels = self.to_symbol(), [self.label_name]
-                ctx = self._compiled['ctx']
-            else:
-                sym, labels, ctx = self.to_symbol(with_loss=False), None, None
-            self._module = Module(sym, data_names=self._input_names(), label_names=labels,
-                                  context=ctx)
+    # ------------------------------------------------------------ optimizer access
+    def _live_optimizer(self):
         mod = self._module
-        if not training and not mod.binded:
-            if self._pending is None:
-                raise FFError('%s: no weights yet; call fit() or load_weights() first.'
-                              % self._display_name())
-            bs = min(batch_size, len(next(iter(data.values()))))
-            mod.bind([(k, (bs,) + v.shape[1:]) for k, v in data.items()], for_training=False)
-        if not training and not mod.params_initialized:
-            mod.set_params(*self._pending)
+        if mod is None or not mod.optimizer_initialized:
+            return None
+        updater = mod._updater or getattr(mod._kvstore, '_updater', None)
+        return updater.optimizer if updater is not None else mod._optimizer
+
+    @property
+    def learning_rate(self):
+        """The optimizer's current learning rate (settable, also between epochs)."""
+        live = self._live_optimizer()
+        if live is not None:
+            return float(live.learning_rate)
+        cfg = self._need_compiled('learning_rate')
+        if isinstance(cfg['optimizer'], opt.Optimizer):
+            return float(cfg['optimizer'].learning_rate)
+        return float(cfg['optimizer_params'].get(
+            'learning_rate', opt.create(cfg['optimizer']).learning_rate))
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        live = self._live_optimizer()
+        if live is not None:
+            live.set_learning_rate(float(value))
+            return
+        cfg = self._need_compiled('learning_rate')
+        if isinstance(cfg['optimizer'], opt.Optimizer):
+            cfg['optimizer'].set_learning_rate(float(value))
+        else:
+            cfg['optimizer_params']['learning_rate'] = float(value)
+
+    # ------------------------------------------------------------ module
+    def _frozen_names(self):
+        _, _, records, _ = self._build()
+        return sorted(n for layer, name, _ in records if not getattr(layer, 'trainable', True)
+                      for n in layer.param_names(name)[0])
+
+    def _train_module(self, data, labels, weights, bs):
+        """The Module bound for training at batch ``bs``, weights and optimizer ready."""
+        from ..module import Module
+        cfg = self._compiled
+        fixed = self._frozen_names()
+        mod = self._module
+        if mod is not None and (not mod.binded or not mod.for_training or self._fixed != fixed
+                                or mod._data_shapes[0].shape[0] != bs):
+            if mod.params_initialized:
+                self._pending = mod.get_params()
+            if mod.optimizer_initialized and self._pending_states is None:
+                self._pending_states = self._optimizer_states()
+            mod = self._module = None
+        if mod is None:
+            mod = self._module = Module(self._train_symbol(), data_names=self._input_names(),
+                                        label_names=self._label_names(),
+                                        context=cfg['ctx'], fixed_param_names=fixed)
+            self._fixed = fixed
+            mod.bind([(k, (bs,) + v.shape[1:]) for k, v in data.items()],
+                     self._label_descs(labels, weights, bs), for_training=True)
+        if not mod.params_initialized or self._pending is not None:
+            arg, aux = self._pending or (None, None)
+            with warnings.catch_warnings():
+                warnings.filterwarnings('ignore', message='Parameters already initialized')
+                mod.init_params(initializer=cfg['initializer'], arg_params=arg,
+                                aux_params=aux, force_init=arg is not None)
             self._pending = None
+        if not mod.optimizer_initialized:
+            mod.init_optimizer(kvstore=cfg['kvstore'], optimizer=cfg['optimizer'],
+                               optimizer_params=cfg['optimizer_params'])
+            if self._pending_states is not None:
+                self._set_optimizer_states(self._pending_states)
+                self._pending_states = None
         return mod
 
+    def _label_names(self):
+        return [s.label_name for s in self._specs] + [s.weight_name for s in self._specs]
+
+    def _label_descs(self, labels, weights, bs):
+        shapes = [(bs,) + a.shape[1:] for a in labels]
+        shapes += [self._weight_shape(i, bs) for i in range(len(self._specs))]
+        return list(zip(self._label_names(), shapes))
+
+    def _weight_shape(self, i, bs):
+        """The shape of output ``i``'s head input (the per-sample weight is broadcast to it)."""
+        key = ('wshape', i)
+        if key not in self._seen_shapes:
+            outputs, logits, _, _ = self._build()
+            spec, data = self._specs[i], outputs[i]
+            lg = logits[i]
+            if lg is not None and lg[0] == {'softmax': 'softmax', 'onehot': 'softmax',
+                                             'logistic': 'sigmoid'}.get(spec.kind):
+                data = lg[1]
+            shapes = {k: (1,) + tuple(v) for k, v in self._input_shapes().items()}
+            self._seen_shapes[key] = tuple(data.infer_shape(**shapes)[1][0][1:])
+        return (bs,) + self._seen_shapes[key]
+
     # ------------------------------------------------------------ fit
-    def fit(self, x, y, batch_size=32, epochs=1, verbose=1, callbacks=None,
-            validation_data=None, shuffle=True, initial_epoch=0):
-        """Train with ``Module.fit``; return a :class:`ffnumba.callback.History`.
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose='auto', callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None,
+            validation_batch_size=None, validation_freq=1):
+        """Train; return the :class:`~ffnumba.layers.callbacks.History` (Keras' ``fit``).
 
         Parameters
         ----------
         x : array, list or dict of arrays
-            Samples along axis 0 (one array per input).
-        y : array
+            Samples along axis 0 (one array per input), checked against the
+            declared ``L.Input`` shapes.
+        y : array, list or dict of arrays
             Class indices (softmax losses; one-hot for categorical_crossentropy)
-            or targets shaped like the output (regression).
+            or targets shaped like the output; one per output.
         batch_size : int, default 32
-            The last partial batch is padded with samples from the start (MXNet).
         epochs : int, default 1
-        verbose : {0, 1, 2}, default 1
-            1: a progress bar per epoch (ff.callback.ProgressBar; tqdm when
-            installed) and a line per epoch; 2: only the line; 0: silent.
+            The epoch to stop before: with ``initial_epoch=k`` training runs
+            ``epochs - k`` epochs (Keras).
+        verbose : 'auto', 0, 1 or 2, default 'auto' (1)
+            1: a live progress bar per epoch (tqdm, on a terminal; a line per
+            epoch otherwise); 2: one line per epoch; 0: silent.
         callbacks : list, optional
-            Objects with ``on_epoch_end(epoch, logs)`` (Keras style) or
-            MXNet batch-end callables ``f(BatchEndParam)``.
-        validation_data : (x_val, y_val), optional
-            Scored after each epoch without padding (``val_`` keys).
+            :mod:`ffnumba.layers.callbacks` objects, objects with hook methods,
+            or MXNet callables (``ff.callback.Speedometer(...)`` after each
+            batch; ``ff.callback.do_checkpoint(prefix)`` after each epoch).
+        validation_split : float in [0, 1), default 0
+            Hold out the LAST fraction of the samples (before shuffling);
+            ignored when ``validation_data`` is given.
+        validation_data : (x_val, y_val) or (x_val, y_val, sample_weight_val)
         shuffle : bool, default True
-            Reshuffle the training data every epoch.
+            Reshuffle the training samples every epoch.
+        class_weight : dict, optional
+            ``{class index: weight}``: each sample's loss weight is its class's
+            (one output only; not together with ``sample_weight``).
+        sample_weight : array (n,) or list/dict per output, optional
+            Per-sample loss weights: batch loss ``sum(w_i l_i) / n``.
         initial_epoch : int, default 0
+            The epoch to start at (epoch numbers in logs and callbacks).
+        steps_per_epoch : int, optional
+            Batches per epoch; batches continue across epochs, and a new
+            (reshuffled) pass starts when the samples run out.
+        validation_batch_size : int, optional
+            Default ``batch_size``.
+        validation_freq : int or collection of int, default 1
+            Validate after epochs where ``(epoch + 1) % validation_freq == 0``,
+            or whose 1-based number is in the collection.
 
         Returns
         -------
         History
             ``history.history['loss'|'accuracy'|'val_loss'|...]``: one value per
-            epoch; training values average the epoch's batches.
-        """
-        cfg = self._need_compiled('fit')
-        data = self._data_dict(x)
-        n = len(next(iter(data.values())))
-        label = {self.label_name: self._label_array(y, n)}
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ParamError('fit: `batch_size` must be a positive int. Received: '
-                             'batch_size=%r' % (batch_size,))
-        val = None
-        if validation_data is not None:
-            if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
-                raise ParamError('fit: `validation_data` must be a pair (x_val, y_val).')
-            val = validation_data
-        train = self._iter(data, label, batch_size, shuffle)
-        mod = self._get_module(data, batch_size, training=True)
-        history = cb.History()
-        user = list(callbacks or ())
-        keras_cbs = [c for c in user if hasattr(c, 'on_epoch_end')]
-        batch_cbs = [history.batch_end] + [c for c in user if not hasattr(c, 'on_epoch_end')]
-        if verbose == 1:
-            batch_cbs.append(cb.ProgressBar(total=int(math.ceil(n / batch_size))))
-        epoch_cbs = [history.epoch_end,
-                     _Epochs(self, history, val, batch_size, initial_epoch + epochs, verbose,
-                             keras_cbs)]
-        metric = M.CompositeEvalMetric([LossMetric(self.loss_kind)] + cfg['metrics'])
-        arg_params, aux_params = self._pending or (None, None)
-        with warnings.catch_warnings():
-            warnings.filterwarnings('ignore', message='optimizer already initialized')
-            warnings.filterwarnings('ignore', message='Parameters already initialized')
-            mod.fit(train, eval_metric=metric, epoch_end_callback=epoch_cbs,
-                    batch_end_callback=batch_cbs, kvstore=cfg['kvstore'],
-                    optimizer=cfg['optimizer'], optimizer_params=cfg['optimizer_params'],
-                    initializer=cfg['initializer'], arg_params=arg_params,
-                    aux_params=aux_params, force_init=arg_params is not None,
-                    begin_epoch=initial_epoch, num_epoch=initial_epoch + epochs)
-        self._pending = None
-        self.history = history
-        return history
-
-    # ------------------------------------------------------------ inference
-    def predict(self, x, batch_size=32, verbose=0):
-        """The model's outputs as numpy (the loss head's: probabilities for softmax).
-
-        Before compile (weights from :meth:`load_weights`) the bare network's
-        outputs are returned.
-        """
-        data = self._data_dict(x)
-        mod = self._get_module(data, batch_size, training=False)
-        out = mod.predict(self._iter(data, None, batch_size), always_output_list=True)
-        out = [o.asnumpy() for o in out]
-        return out[0] if len(out) == 1 else out
-
-    def _evaluate_arrays(self, x, y, batch_size):
-        data = self._data_dict(x)
-        n = len(next(iter(data.values())))
-        label = self._label_array(y, n)
-        pred = self.predict(data, batch_size)
-        names = []
-        for m in [LossMetric(self.loss_kind)] + self._compiled['metrics']:
-            m.reset()
-            m.update([label], [pred])
-            names += m.get_name_value()
-        return names
-
-    def evaluate(self, x, y, batch_size=32, verbose=0, return_dict=False):
-        """Loss and metrics on ``(x, y)``, computed once over all samples (no padding).
-
-        Returns
-        -------
-        float, list of float or dict
-            The loss alone when no metric was compiled, else
-            ``[loss, metric...]`` in :attr:`metrics_names` order, or a dict.
-        """
-        self._need_compiled('evaluate')
-        values = self._evaluate_arrays(x, y, batch_size)
-        if verbose:
-            print(' - '.join('%s: %.4f' % kv for kv in values), flush=True)
-        if return_dict:
-            return dict(values)
-        return values[0][1] if len(values) == 1 else [v for _, v in values]
-
-    # ------------------------------------------------------------ weights
-    def get_weights(self):
-        """``{name: numpy array}`` of every argument and auxiliary state."""
-        arg, aux = self._params('get_weights')
-        return {k: v.asnumpy() for k, v in list(arg.items()) + list(aux.items())}
-
-    def _params(self, what):
-        if self._module is not None and self._module.params_initialized:
-            return self._module.get_params()
-        if self._pending is not None:
-            return self._pending
-        raise FFError('%s: %s needs weights; call fit() or load_weights() first.'
-                      % (self._display_name(), what))
-
-    def save_weights(self, prefix, epoch=0):
-        """Write ``prefix-symbol.json`` and ``prefix-%04d.params`` (ff.model.save_checkpoint).
-
-        ``ff.model.load_checkpoint(prefix, epoch)`` and ``ff.mod.Module.load``
-        read them back; the symbol has the loss head when compiled.
-        """
-        from ..model import save_checkpoint
-        arg, aux = self._params('save_weights')
-        sym = self.to_symbol(with_loss=self._compiled is not None)
-        save_checkpoint(prefix, epoch, sym, arg, aux)
-
-    def load_weights(self, prefix, epoch=0):
-        """Read weights saved by :meth:`save_weights` or ``ff.model.save_checkpoint``.
+            epoch; training values are sample means over the epoch's batches.
 
         Raises
         ------
-        ParamError
-            When the file lacks a weight of this model (names them).
+        ParamError, ShapeError
+            For bad arguments, or data that do not match the declared inputs.
         """
-        from ..model import load_checkpoint
-        _, arg, aux = load_checkpoint(prefix, epoch)
-        sym = self.to_symbol(with_loss=False)
-        inputs = set(self._input_names())
-        need = [a for a in sym.list_arguments() if a not in inputs]
-        missing = [a for a in need if a not in arg] + \
-            [a for a in sym.list_auxiliary_states() if a not in aux]
-        if missing:
-            raise ParamError('%s: load_weights: %s-%04d.params lacks %s'
-                             % (self._display_name(), prefix, epoch, ', '.join(missing)))
-        arg = {k: arg[k] for k in need}
-        if self._module is not None and self._module.params_initialized:
-            self._module.set_params(arg, aux)
-        else:
-            self._pending = (arg, aux)
+        self._need_compiled('fit')
+        bs = _check_batch_size('fit', 32 if batch_size is None else batch_size)
+        verbose = 1 if verbose == 'auto' else verbose
+        if verbose not in (0, 1, 2):
+            raise ParamError("fit: `verbose` must be 'auto', 0, 1 or 2. Received: verbose=%r"
+                             % (verbose,))
+        for field, value in (('epochs', epochs), ('initial_epoch', initial_epoch)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ParamError('fit: `%s` must be an int >= 0. Received: %s=%r'
+                                 % (field, field, value))
+        data, labels, weights = self._prepare(x, y, sample_weight, class_weight, 'fit')
+        n = len(next(iter(data.values())))
+        val = None
+        if validation_data is not None:
+            val = self._validation_tuple(validation_data)
+        elif validation_split:
+            if not 0 < validation_split < 1:
+                raise ParamError('fit: `validation_split` must be a float in [0, 1). '
+                                 'Received: validation_split=%r' % (validation_split,))
+            split_at = int(math.floor(n * (1.0 - validation_split)))
+            if split_at in (0, n):
+                raise ParamError('fit: training data contains %d samples, which is not '
+                                 'sufficient to split it into a validation and training set '
+                                 'as specified by `validation_split=%r`.' % (n, validation_split))
+            val = ({k: v[split_at:] for k, v in data.items()}, [a[split_at:] for a in labels],
+                   [w[split_at:] for w in weights])
+            data = {k: v[:split_at] for k, v in data.items()}
+            labels = [a[:split_at] for a in labels]
+            weights = [w[:split_at] for w in weights]
+            n = split_at
+        if n == 0:
+            raise ParamError('fit: `x` holds no samples.')
+        bs = min(bs, n)       # a batch larger than the data would only be padding
+        if steps_per_epoch is not None:
+            _check_batch_size('fit', steps_per_epoch, 'steps_per_epoch')
+        steps = steps_per_epoch or int(math.ceil(n / bs))
+        mod = self._train_module(data, labels, weights, bs)
+        history = C.History()
+        cbs = list(callbacks or ()) + [history]     # Keras: History after the user's
+        if verbose:
+            cbs.append(C.ProgbarLogger(verbose))
+        cbs = C.CallbackList(cbs, self, {'verbose': verbose, 'epochs': epochs, 'steps': steps})
+        self.stop_training = False
+        self._fit_loop(mod, cbs, data, labels, weights, val, bs, n, steps, epochs, initial_epoch,
+                       shuffle, validation_batch_size or bs, validation_freq,
+                       steps_per_epoch is not None)
+        self.history = history
+        return history
+
+    def _fit_loop(self, mod, cbs, data, labels, weights, val, bs, n, steps, epochs,
+                  initial_epoch, shuffle, val_bs, validation_freq, carry):
+        from ..random import generator
+        rng = generator()
+        order, pos = None, n
+        epoch_logs = {}
+        cbs.on_train_begin()
+        for epoch in range(initial_epoch, epochs):
+            cbs.on_epoch_begin(epoch)
+            acc = _Accumulator(self._specs)
+            self._train_metric = _RunningMetric(acc)
+            if not carry:
+                pos = n
+            for step in range(steps):
+                if pos >= n:
+                    order = rng.permutation(n) if shuffle else np.arange(n)
+                    pos = 0
+                idx = order[pos:pos + bs]
+                pos += bs
+                cbs.on_train_batch_begin(step)
+                batch, real = self._make_batch(data, labels, weights, idx, bs, training=True)
+                mod.forward_backward(batch)
+                mod.update()
+                outs = [o.asnumpy()[:real] for o in mod.get_outputs()]
+                acc.update([a[idx] for a in labels], outs, [w[idx] for w in weights])
+                cbs.on_train_batch_end(step, acc.logs())
+                if self.stop_training:
+                    break
+            epoch_logs = acc.logs()
+            if val is not None and _should_validate(epoch, validation_freq):
+                val_logs = self._evaluate_prepared(*val, val_bs, cbs)
+                epoch_logs.update({'val_' + k: v for k, v in val_logs.items()})
+            cbs.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        cbs.on_train_end(epoch_logs)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        """One gradient step on one batch; return its loss (and metrics), Keras style.
+
+        Returns
+        -------
+        float, list or dict
+            As :meth:`evaluate`, for this batch (computed before the update's
+            effect, from the forward pass that produced the gradient).
+        """
+        self._need_compiled('train_on_batch')
+        data, labels, weights = self._prepare(x, y, sample_weight, class_weight,
+                                              'train_on_batch')
+        n = len(next(iter(data.values())))
+        mod = self._train_module(data, labels, weights, n)
+        acc = _Accumulator(self._specs)
+        batch, real = self._make_batch(data, labels, weights, np.arange(n), n, training=True)
+        mod.forward_backward(batch)
+        mod.update()
+        acc.update(labels, [o.asnumpy()[:real] for o in mod.get_outputs()], weights)
+        return self._format_logs(acc.logs(), return_dict)
+
+
+def _should_validate(epoch, freq):
+    if isinstance(freq, (int, np.integer)) and not isinstance(freq, bool):
+        if freq < 1:
+            raise ParamError('fit: `validation_freq` must be a positive int or a collection '
+                             'of epochs. Received: validation_freq=%r' % (freq,))
+        return (epoch + 1) % freq == 0
+    try:
+        return (epoch + 1) in freq
+    except TypeError:
+        raise ParamError('fit: `validation_freq` must be a positive int or a collection of '
+                         'epochs. Received: validation_freq=%r' % (freq,)) from None

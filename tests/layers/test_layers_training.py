@@ -69,10 +69,10 @@ def test_two_cpu_contexts_match_one(digits, tmp_path):
         net.compile(optimizer='sgd', loss='softmax', ctx=ctx, learning_rate=0.1, momentum=0.9)
         net.load_weights(prefix)          # same start on both (fit then starts from them)
         net.fit(X, y, batch_size=64, epochs=1, shuffle=False, verbose=0)
-        weights.append(net.get_weights())
+        weights.append(dict(zip(net.weight_names, net.get_weights())))
     assert sorted(weights[0]) == ['dense0_bias', 'dense0_weight', 'dense1_bias',
                                   'dense1_weight']
-    before = start.get_weights()
+    before = dict(zip(start.weight_names, start.get_weights()))
     for k in weights[0]:
         assert not np.allclose(weights[0][k], before[k])
         np.testing.assert_allclose(weights[0][k], weights[1][k], rtol=1e-4, atol=1e-6)
@@ -86,7 +86,7 @@ def test_small_convnet_summary_matches_trained_weights(digits):
     net.compile(optimizer='adam', loss='softmax', metrics=['acc', 'ce'])
     history = net.fit(X, y, batch_size=50, epochs=1, verbose=2)
     assert sorted(history.history) == ['accuracy', 'cross-entropy', 'loss']
-    weights = net.get_weights()
+    weights = dict(zip(net.weight_names, net.get_weights()))
     assert 'batchnorm0_moving_mean' in weights
     text = net.summary(print_fn=None)   # shapes known from fit
     assert int(text.split('Total params: ')[1].split()[0]) == \
@@ -154,7 +154,7 @@ def test_save_and_load_weights_round_trip(tmp_path, digits, capsys):
     assert os.path.exists(prefix + '-symbol.json') and os.path.exists(prefix + '-0002.params')
     sym, arg, aux = ff.model.load_checkpoint(prefix, 2)
     assert sym.list_arguments() == net.to_symbol().list_arguments()
-    assert sorted(arg) == sorted(net.get_weights())
+    assert sorted(arg) == sorted(n for n in net.weight_names if n in arg)
     # A fresh model of the same architecture predicts the same after load_weights.
     other = _mlp()
     other.compile(optimizer='adam', loss='softmax')
@@ -212,7 +212,7 @@ def test_every_layer_kind_trains_in_one_functional_model():
     assert prob.shape == (5, 3)
     np.testing.assert_allclose(prob.sum(axis=1), 1, rtol=1e-5)
     text = model.summary(print_fn=None)
-    weights = model.get_weights()
+    weights = dict(zip(model.weight_names, model.get_weights()))
     assert int(text.split('Total params: ')[1].split()[0]) == \
         sum(w.size for w in weights.values())
     assert 'Non-trainable params: 4' in text
