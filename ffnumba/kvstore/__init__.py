@@ -1,7 +1,8 @@
 """``ff.kv`` (alias ``ff.kvstore``): key-value stores that reduce gradients.
 
 ``create('local')`` and ``create('device')`` work in-process;
-``create('dist_sync')``/``create('dist_async')`` run over MPI (mpi4py).
+``create('dist_sync')`` runs over MPI (mpi4py; ``dist_async`` is refused with
+the reason, see :mod:`ffnumba.kvstore.dist`).
 """
 from ..base import FFError
 from .base import KVStoreBase
@@ -17,7 +18,8 @@ def create(name='local'):
     ----------
     name : str, default 'local'
         Matched by substring on the lower-cased name as MXNet does: ``'dist'``
-        gives an MPI store (``dist_sync``, ``dist_async``, ``dist_device_sync``);
+        gives an MPI store (``dist_sync``, ``dist_device_sync``; ``dist_async``
+        raises);
         ``'device'`` or ``'nccl'`` an in-process store that keeps values on the
         devices; anything else (``'local'``) an in-process CPU store.
 
@@ -28,13 +30,15 @@ def create(name='local'):
     Raises
     ------
     FFError
-        If ``name`` is not a str, or a dist store is asked for without mpi4py.
+        If ``name`` is not a str, a dist store is asked for without mpi4py,
+        or ``name`` contains ``'async'`` (not supported; the error says why).
     """
     if not isinstance(name, str):
         raise FFError('kvstore.create: `name` must be a str. Received: name=%r' % (name,))
     low = name.lower()
     if 'dist' in low:
-        from .dist import DistKVStore
+        from .dist import DistKVStore, check_type
+        check_type(name)
         return DistKVStore(name)
     if 'device' in low or 'nccl' in low:
         return KVStore(name)
