@@ -140,3 +140,19 @@ def test_import_does_not_load_mpi4py():
     code = 'import sys, ffnumba; assert "mpi4py" not in sys.modules'
     subprocess.run([sys.executable, '-c', code], check=True, env=dict(os.environ,
                                                                    PYTHONPATH=ROOT))
+
+
+@pytest.mark.slow
+def test_dist_example_trains_mnist(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    cmd = [_mpiexec(), '-np', '2', sys.executable, '-m', 'mpi4py',
+           os.path.join(ROOT, 'examples', 'dist_train.py'), '--epochs', '1',
+           '--out', str(tmp_path / 'run')]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env,
+                         cwd=str(tmp_path))
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert float(re.search(r'final test accuracy: ([0-9.]+)', out).group(1)) >= 0.8, out
+    assert (tmp_path / 'run' / 'mlp-0001.params').exists()
+    assert '[rank 0] Epoch[0] Train-accuracy=' in out
+    assert '[rank 1] Epoch[0] Train-accuracy' not in out      # rank 0 logs the epoch lines
