@@ -117,7 +117,8 @@ class DistKVStore(KVStore):
     stats : dict
         ``pushes`` (push calls), ``allreduces`` (data all-reduces),
         ``comm_s`` (seconds in agreement checks and all-reduce waits),
-        ``bytes`` (payload bytes all-reduced).
+        ``agree_s`` (the part spent in agreement checks, which also absorbs
+        waiting for slower ranks), ``bytes`` (payload bytes all-reduced).
 
     Raises
     ------
@@ -149,7 +150,7 @@ class DistKVStore(KVStore):
         self._count = 0
         self._broken = None
         self._plans = {}
-        self.stats = {'pushes': 0, 'allreduces': 0, 'comm_s': 0.0, 'bytes': 0}
+        self.stats = {'pushes': 0, 'allreduces': 0, 'comm_s': 0.0, 'agree_s': 0.0, 'bytes': 0}
         world.update(rank=self._rank, size=self._size, local_rank=self._local_rank,
                      local_size=self._local_size)
         if self._size > 1:
@@ -203,12 +204,14 @@ class DistKVStore(KVStore):
             self._broken = str(e)
             raise
         finally:
-            self.stats['comm_s'] += time.perf_counter() - tic
+            took = time.perf_counter() - tic
+            self.stats['comm_s'] += took
+            self.stats['agree_s'] += took
 
     def _wait(self, reqs, what):
         tic = time.perf_counter()
         try:
-            wait_all(reqs, [None] * len(reqs), self._timeout, what)
+            wait_all(reqs, [None] * len(reqs), self._timeout, what, spin=True)
         except DistTimeoutError as e:
             self._broken = str(e)
             raise
