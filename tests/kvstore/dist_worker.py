@@ -61,17 +61,19 @@ def train(kind, kv, x, y, params, ctx, batch, num_parts=1, part_index=0):
 def equiv(comm, kv):
     size, rank = kv.num_workers, kv.rank
     x, y, params = dataset(size)
-    for kind in ('module', 'feedforward'):
-        for ndev in (1, 2):
-            ctx = [ff.cpu(i) for i in range(ndev)]
-            mine = train(kind, 'dist_sync', x, y, params, ctx, B_LOCAL, size, rank)
-            blobs = comm.allgather({k: v.tobytes() for k, v in mine.items()})
-            same = all(b == blobs[0] for b in blobs)
-            ref = train(kind, 'local', x, y, params, [ff.cpu(0)], B_LOCAL * size)
-            err = max(float(np.abs(mine[k] - ref[k]).max()) for k in ref)
-            moved = max(float(np.abs(mine[k] - params[k].asnumpy()).max()) for k in ref)
-            say('rank=%d kind=%s ndev=%d identical=%s maxerr=%.3g moved=%.3g'
-                  % (rank, kind, ndev, same, err, moved))
+    cases = [(kind, ndev, '1') for kind in ('module', 'feedforward') for ndev in (1, 2)]
+    # MXNET_UPDATE_ON_KVSTORE=0: the store only sums, each device runs the optimizer
+    for kind, ndev, on_kv in cases + [('module', 2, '0')]:
+        os.environ['MXNET_UPDATE_ON_KVSTORE'] = on_kv
+        ctx = [ff.cpu(i) for i in range(ndev)]
+        mine = train(kind, 'dist_sync', x, y, params, ctx, B_LOCAL, size, rank)
+        blobs = comm.allgather({k: v.tobytes() for k, v in mine.items()})
+        same = all(b == blobs[0] for b in blobs)
+        ref = train(kind, 'local', x, y, params, [ff.cpu(0)], B_LOCAL * size)
+        err = max(float(np.abs(mine[k] - ref[k]).max()) for k in ref)
+        moved = max(float(np.abs(mine[k] - params[k].asnumpy()).max()) for k in ref)
+        say('rank=%d kind=%s ndev=%d update_on_kvstore=%s identical=%s maxerr=%.3g moved=%.3g'
+            % (rank, kind, ndev, on_kv, same, err, moved))
 
 
 def expect_error(name, fn, rank):

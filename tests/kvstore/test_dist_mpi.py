@@ -51,7 +51,9 @@ def test_ranks_identical_and_equal_to_one_process(np_):
     rc, out, _ = _launch(np_, ['equiv'], timeout=120)
     assert rc == 0, out
     lines = [c for c in _checks(out) if 'kind=' in c]
-    assert len(lines) == np_ * 4, out     # module/feedforward x 1/2 contexts per rank
+    # module/feedforward x 1/2 contexts per rank, and Module with update_on_kvstore=False
+    assert len(lines) == np_ * 5, out
+    assert sum('update_on_kvstore=0' in c for c in lines) == np_
     for line in lines:
         assert 'identical=True' in line, line
         err = float(re.search(r'maxerr=(\S+)', line).group(1))
