@@ -140,6 +140,23 @@ def main():
     kv = ff.kv.create('dist_sync')
     if mode == 'equiv':
         equiv(comm, kv)
+    elif mode == 'gpu':     # under NUMBA_ENABLE_CUDASIM=1: values kept on the (simulated) GPU
+        size, rank = kv.num_workers, kv.rank
+        x, y, params = dataset(size)
+        mine = train('module', 'dist_device_sync', x, y, params, [ff.gpu(0)], B_LOCAL, size,
+                     rank)
+        same = all(b == comm.allgather({k: v.tobytes() for k, v in mine.items()})[0]
+                   for b in comm.allgather({k: v.tobytes() for k, v in mine.items()}))
+        ref = train('module', 'local', x, y, params, [ff.cpu(0)], B_LOCAL * size)
+        say('rank=%d kind=gpu identical=%s maxerr=%.3g'
+            % (rank, same, max(float(np.abs(mine[k] - ref[k]).max()) for k in ref)))
+        dev = ff.kv.create('dist_device_sync')   # a value stored on the GPU
+        dev.init('g', ff.nd.zeros((5,), ctx=ff.gpu(0)))
+        out = ff.nd.zeros((5,), ctx=ff.gpu(0))
+        dev.pushpull('g', [ff.nd.ones((5,), ctx=ff.gpu(0)) * (rank + 1)], out=out)
+        say('rank=%d case=gpu-store on_gpu=%s sum_ok=%s'
+            % (rank, dev._store['g'].context.device_type == 'gpu',
+               bool(np.all(out.asnumpy() == sum(range(1, size + 1))))))
     elif mode == 'errors':
         errors(comm, kv)
     elif mode == 'crash':

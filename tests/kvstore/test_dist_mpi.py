@@ -30,8 +30,8 @@ def _mpiexec():
     return found
 
 
-def _launch(np_, args, timeout=60, module=True):
-    env = dict(os.environ, PYTHONPATH=ROOT, FFNUMBA_DIST_TIMEOUT='30')
+def _launch(np_, args, timeout=60, module=True, **env_extra):
+    env = dict(os.environ, PYTHONPATH=ROOT, FFNUMBA_DIST_TIMEOUT='30', **env_extra)
     cmd = [_mpiexec(), '-np', str(np_), sys.executable]
     cmd += ['-m', 'mpi4py'] if module else []
     cmd += [WORKER] + list(args)
@@ -59,6 +59,17 @@ def test_ranks_identical_and_equal_to_one_process(np_):
         err = float(re.search(r'maxerr=(\S+)', line).group(1))
         moved = float(re.search(r'moved=(\S+)', line).group(1))
         assert err <= 1e-6 and moved > 0.1, line   # trained, and equal to one process
+
+
+@pytest.mark.slow
+def test_gpu_contexts_under_cuda_simulator():
+    rc, out, _ = _launch(2, ['gpu'], timeout=180, NUMBA_ENABLE_CUDASIM='1')
+    assert rc == 0, out
+    checks = _checks(out)
+    assert sum('kind=gpu identical=True' in c for c in checks) == 2, out
+    assert all(float(re.search(r'maxerr=(\S+)', c).group(1)) <= 1e-6
+               for c in checks if 'kind=gpu' in c), out
+    assert sum('on_gpu=True sum_ok=True' in c for c in checks) == 2, out
 
 
 def test_mismatches_raise_on_every_rank_and_store_recovers():
