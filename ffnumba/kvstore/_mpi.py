@@ -108,6 +108,30 @@ def install_abort_hook(comm=None):
     _HOOK['installed'] = True
 
 
+def setup_rank(comm):
+    """Per-process setup of a distributed store; returns ``(rank, size, local_rank, local_size)``.
+
+    Finds the ranks on this node (``MPI.COMM_TYPE_SHARED``), records them in
+    :data:`world`, installs the abort hook when there are several ranks, and
+    caps BLAS at ``cores // local_size`` threads (``FFNUMBA_BLAS_THREADS``
+    overrides; see :mod:`ffnumba.module._blas`).
+    """
+    from mpi4py import MPI
+    rank, size = int(comm.Get_rank()), int(comm.Get_size())
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+    local_rank, local_size = int(local.Get_rank()), int(local.Get_size())
+    local.Free()
+    world.update(rank=rank, size=size, local_rank=local_rank, local_size=local_size)
+    if size > 1:
+        install_abort_hook(comm)
+    if local_size > 1:
+        from ..module._blas import _blas_thread_cap, _limit_blas_threads
+        cap = _blas_thread_cap(local_size)
+        if cap:
+            _limit_blas_threads(cap)
+    return rank, size, local_rank, local_size
+
+
 def timeout_from_env():
     """The timeout in seconds from ``FFNUMBA_DIST_TIMEOUT`` (default 300)."""
     raw = os.environ.get(TIMEOUT_ENV, '').strip()

@@ -19,8 +19,8 @@ Dependability (see ``docs/guide/distributed.md``):
   ``FFNUMBA_DIST_BUCKET_MB`` MB, default 8; 0 sends one key per all-reduce);
 * BLAS threads are capped at ``cores // ranks on this node``.
 
-``dist_async`` is refused (see :func:`check_type`). ``mpi4py`` is imported only
-when such a store is created.
+``dist_async`` is :mod:`ffnumba.kvstore.dist_async`. ``mpi4py`` is imported
+only when such a store is created.
 """
 import logging
 import os
@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from ..base import FFError, ParamError
-from ._mpi import (Agreement, check_timeout, get_comm, install_abort_hook, timeout_from_env,
+from ._mpi import (Agreement, check_timeout, get_comm, setup_rank, timeout_from_env,
                    wait_all, world, DistTimeoutError)
 from .base import _normalize
 from .local import KVStore, _copy_into
@@ -42,21 +42,11 @@ BUCKET_ENV = 'FFNUMBA_DIST_BUCKET_MB'
 #: Environment variable: ``1`` keeps INFO log lines of every rank (default rank 0 only).
 LOG_ALL_ENV = 'FFNUMBA_DIST_LOG_ALL'
 
-_ASYNC_REFUSED = (
-    "KVStore %r: 'dist_async' is not supported. MXNet's dist_async applies each worker's "
-    "update on parameter servers without waiting for the other workers; ffnumba's MPI "
-    "store has no servers (every rank holds a replica and all ranks sum gradients with "
-    "all-reduce), and an asynchronous version would need a server rank running the "
-    "optimizer beside the training under MPI_THREAD_MULTIPLE, with results that depend on "
-    "timing. Use kvstore='dist_sync' (same script, `mpirun -np N python -m mpi4py "
-    "train.py`), which gives results that repeat bit for bit and equal one process on the "
-    "global batch.")
-
-
 def check_type(kv_type):
-    """Raise the explanatory FFError for ``'dist_async'`` store names."""
+    """Raise an FFError for ``'async'`` names: they belong to :mod:`.dist_async`."""
     if 'async' in kv_type.lower():
-        raise FFError(_ASYNC_REFUSED % kv_type)
+        raise FFError("DistKVStore is synchronous; for %r use ff.kv.create('dist_async') "
+                      "(AsyncDistKVStore)" % (kv_type,))
 
 
 def is_root():
@@ -123,21 +113,16 @@ class DistKVStore(KVStore):
     Raises
     ------
     FFError
-        For ``'dist_async'`` (see :func:`check_type`) or without mpi4py.
+        For an ``'async'`` name (see :func:`check_type`) or without mpi4py.
     """
 
     def __init__(self, kv_type='dist_sync', comm=None, timeout=None):
         check_type(kv_type)
         super().__init__(kv_type)
         self._comm = comm if comm is not None else get_comm()
-        from mpi4py import MPI
-        self._rank = int(self._comm.Get_rank())
-        self._size = int(self._comm.Get_size())
+        self._rank, self._size, self._local_rank, self._local_size = setup_rank(self._comm)
         self._agreement = Agreement(self._comm)
         self._data_comm = self._comm.Dup()
-        local = self._comm.Split_type(MPI.COMM_TYPE_SHARED, key=self._rank)
-        self._local_rank, self._local_size = int(local.Get_rank()), int(local.Get_size())
-        local.Free()
         self._timeout = timeout_from_env() if timeout is None else check_timeout(timeout)
         raw = os.environ.get(BUCKET_ENV, '').strip() or '8'
         try:
@@ -151,15 +136,6 @@ class DistKVStore(KVStore):
         self._broken = None
         self._plans = {}
         self.stats = {'pushes': 0, 'allreduces': 0, 'comm_s': 0.0, 'agree_s': 0.0, 'bytes': 0}
-        world.update(rank=self._rank, size=self._size, local_rank=self._local_rank,
-                     local_size=self._local_size)
-        if self._size > 1:
-            install_abort_hook(self._comm)
-        if self._local_size > 1:
-            from ..module._blas import _blas_thread_cap, _limit_blas_threads
-            cap = _blas_thread_cap(self._local_size)
-            if cap:
-                _limit_blas_threads(cap)
 
     # ----------------------------------------------------------- properties
     @property

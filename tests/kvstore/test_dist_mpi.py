@@ -100,6 +100,22 @@ def test_exception_on_one_rank_ends_the_job(module):
     assert 'rank=0 finished' not in out
 
 
+def test_dist_async_does_not_wait_for_slow_workers():
+    rc, out, _ = _launch(2, ['async'], timeout=60)
+    assert rc == 0, out
+    checks = _checks(out)
+    alone = [c for c in checks if 'case=async-alone' in c][0]
+    # rank 1 sleeps 3 s: rank 0's 20 updates land meanwhile, applied at once
+    assert float(re.search(r'seconds=(\S+)', alone).group(1)) < 2.5, alone
+    assert alone.endswith('value=-10.0'), alone
+    assert sum('case=async-final ok=True' in c for c in checks) == 2, out
+    assert any("case=async-shape raised: KVStore.push: key 'w' is float32 (4,)" in c
+               for c in checks), out
+    assert all(float(re.search(r'moved=(\S+)', c).group(1)) > 0.1
+               for c in checks if 'case=async-fit' in c), out
+    assert sum('case=async-fit' in c for c in checks) == 2, out
+
+
 def test_stuck_peer_times_out():
     rc, out, took = _launch(2, ['hang', '2'], timeout=30)
     assert rc != 0, out
@@ -129,9 +145,9 @@ def test_single_rank_store_and_async_refused():
         kv.init('a', ff.nd.ones((2,)))
     with pytest.raises(FFError, match='timeout'):
         kv.timeout = 0
-    for name in ('dist_async', 'dist_device_async'):
-        with pytest.raises(FFError, match="not supported.*dist_sync"):
-            ff.kv.create(name)
+    from ffnumba.kvstore.dist import DistKVStore
+    with pytest.raises(FFError, match="create\\('dist_async'\\)"):
+        DistKVStore('dist_async')
 
 
 def test_shard_interleaves_and_evens():
