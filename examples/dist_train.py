@@ -3,6 +3,7 @@
     pip install 'ffnumba[dist,data]'
     mpirun -np 2 python -m mpi4py examples/dist_train.py                 # MLP, 5 epochs
     mpirun -np 4 python -m mpi4py examples/dist_train.py --net lenet --epochs 2
+    mpirun -np 2 python -m mpi4py examples/dist_train.py --kvstore dist_async
 
 Every rank trains on its own interleaved shard of the 4,000 training images
 (``NDArrayIter(num_parts=kv.num_workers, part_index=kv.rank)``) with
@@ -58,9 +59,11 @@ def main():
     parser.add_argument('--timeout', type=float, default=120,
                         help='seconds to wait for a stuck peer before aborting')
     parser.add_argument('--fp16', action='store_true', help='send gradients as float16')
+    parser.add_argument('--kvstore', choices=('dist_sync', 'dist_async'), default='dist_sync',
+                        help='dist_async: each update applied at once by a server on rank 0')
     args = parser.parse_args()
 
-    kv = ff.kv.create('dist_sync')      # one per process; rank and size from MPI
+    kv = ff.kv.create(args.kvstore)     # one per process; rank and size from MPI
     kv.timeout = args.timeout
     if args.fp16:
         kv.set_gradient_compression({'type': 'fp16'})
@@ -89,10 +92,12 @@ def main():
         test = ff.io.NDArrayIter(X_test, y_test, batch_size=100)
         acc = dict(mod.score(test, 'acc'))['accuracy']
         print('final test accuracy: %.4f' % acc)
-        print('training: %d ranks x %d context(s), %d images in %.2f s = %.0f samples/s; '
-              'all-reduce %.2f s over %d pushes; checkpoints under %s'
-              % (kv.num_workers, args.ctx, seen, took, seen / took, kv.stats['comm_s'],
-                 kv.stats['pushes'], os.path.abspath(args.out)))
+        print('training (%s): %d ranks x %d context(s), %d images in %.2f s = %.0f samples/s; '
+              'checkpoints under %s' % (args.kvstore, kv.num_workers, args.ctx, seen, took,
+                                        seen / took, os.path.abspath(args.out)))
+        if hasattr(kv, 'stats'):
+            print('dist_sync: %.2f s in agreement checks and all-reduces over %d pushes'
+                  % (kv.stats['comm_s'], kv.stats['pushes']))
 
 
 if __name__ == '__main__':
