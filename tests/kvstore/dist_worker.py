@@ -143,7 +143,7 @@ def run_async(comm):
     kv.pushpull('w', nd.zeros((4,)), out=out)      # warm-up: compiles the update
     kv.barrier()
     if rank != 0:
-        time.sleep(3)                              # a slow worker
+        time.sleep(2)                              # a slow worker
     tic = time.monotonic()
     for _ in range(20 if rank == 0 else 10):
         kv.pushpull('w', nd.ones((4,)) * (1 if rank == 0 else 2), out=out)

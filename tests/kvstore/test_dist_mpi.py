@@ -105,8 +105,8 @@ def test_dist_async_does_not_wait_for_slow_workers():
     assert rc == 0, out
     checks = _checks(out)
     alone = [c for c in checks if 'case=async-alone' in c][0]
-    # rank 1 sleeps 3 s: rank 0's 20 updates land meanwhile, applied at once
-    assert float(re.search(r'seconds=(\S+)', alone).group(1)) < 2.5, alone
+    # rank 1 sleeps 2 s: rank 0's 20 updates land meanwhile, applied at once
+    assert float(re.search(r'seconds=(\S+)', alone).group(1)) < 1.5, alone
     assert alone.endswith('value=-10.0'), alone
     assert sum('case=async-final ok=True' in c for c in checks) == 2, out
     assert any("case=async-shape raised: KVStore.push: key 'w' is float32 (4,)" in c
