@@ -199,6 +199,12 @@ def main():
             raise ValueError('worker 1 failed on purpose')
         kv.push('w', ff.nd.ones((3,)))    # rank 0 waits here until the job is aborted
         time.sleep(60)
+    elif mode == 'die':
+        kv.init('w', ff.nd.ones((3,)))
+        if kv.rank == 1:
+            os.kill(os.getpid(), 9)       # killed: no traceback, no Abort
+        kv.push('w', ff.nd.ones((3,)))
+        time.sleep(60)
     elif mode == 'hang':
         kv.timeout = float(sys.argv[2])
         kv.init('w', ff.nd.ones((3,)))

@@ -116,6 +116,12 @@ def test_dist_async_does_not_wait_for_slow_workers():
     assert sum('case=async-fit' in c for c in checks) == 2, out
 
 
+def test_killed_peer_ends_the_job():
+    rc, out, took = _launch(2, ['die'], timeout=30)
+    assert rc != 0 and took < 10, (took, out)
+    assert 'rank=0 finished' not in out
+
+
 def test_stuck_peer_times_out():
     rc, out, took = _launch(2, ['hang', '2'], timeout=30)
     assert rc != 0, out
