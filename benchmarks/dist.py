@@ -4,7 +4,8 @@ Launches ``mpirun -np R python -m mpi4py benchmarks/dist.py --worker`` for
 R in ``--ranks`` (default 1 2 4; more ranks than cores oversubscribe them),
 with the per-node BLAS thread cap on (default: cores // ranks per node) and
 off (``FFNUMBA_BLAS_THREADS=0``), and with one all-reduce per key
-(``FFNUMBA_DIST_BUCKET_MB=0``) against the default buckets. Each worker trains
+against the default buckets and float16 transport (pushpull of the trained
+model's gradients, the three modes interleaved). Each worker trains
 an MLP 784-512-512-10 (0.67 M parameters) with Module.fit on synthetic data,
 ``--batch`` samples per rank per step. Prints global samples/s, the time a
 step spends in the data all-reduces and in the agreement checks (which also
@@ -22,6 +23,34 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def push_modes(ff, kv, mod, rounds=4, reps=10):
+    """ms per pushpull of the model's gradients: buckets, one all-reduce per key, fp16.
+
+    The three modes alternate in rounds so that they see the same machine load.
+    """
+    if kv.num_workers == 1:
+        return {}
+    g = mod._exec_group
+    names = list(g.param_names)
+    grads = [[a.copy() for a in devs] for devs in g.grad_arrays]
+    keys = ['bench_%s' % n for n in names]
+    kv.init(keys, [d[0] for d in grads])
+    modes = {'push_bucketed_ms': (8 << 20, False), 'push_per_key_ms': (0, False),
+             'push_fp16_ms': (8 << 20, True)}
+    times = {m: 0.0 for m in modes}
+    for _ in range(rounds):
+        for m, (bucket, fp16) in modes.items():
+            kv._bucket_bytes, kv._fp16 = bucket, fp16
+            kv._plans.clear()
+            kv.pushpull(keys, grads)        # warm: plan and buffers
+            kv.barrier()
+            tic = time.perf_counter()
+            for _ in range(reps):
+                kv.pushpull(keys, grads)
+            times[m] += time.perf_counter() - tic
+    return {m: 1e3 * t / (rounds * reps) for m, t in times.items()}
 
 
 def worker(args):
@@ -50,11 +79,13 @@ def worker(args):
     kv.barrier()
     took = time.perf_counter() - tic
     pushes = kv.stats['pushes'] - push0
+    agree = kv.stats['agree_s'] - agree0
+    comm = kv.stats['comm_s'] - comm0
+    push = push_modes(ff, kv, mod)
     if kv.rank == 0:
-        agree = kv.stats['agree_s'] - agree0
-        print('RESULT samples_per_s=%.1f allreduce_ms=%.2f agree_ms=%.2f allreduces=%d'
-              % (n * kv.num_workers / took, 1e3 * (kv.stats['comm_s'] - comm0 - agree) / pushes,
-                 1e3 * agree / pushes, kv.stats['allreduces'] // max(1, kv.stats['pushes'])),
+        print('RESULT samples_per_s=%.1f allreduce_ms=%.2f agree_ms=%.2f %s'
+              % (n * kv.num_workers / took, 1e3 * (comm - agree) / pushes,
+                 1e3 * agree / pushes, ' '.join('%s=%.2f' % kv_ for kv_ in push.items())),
               flush=True)
 
 
@@ -81,19 +112,17 @@ def main():
         return worker(args)
     print('cores: %d; MLP 784-512-512-10, batch %d per rank, %d steps'
           % (len(os.sched_getaffinity(0)), args.batch, args.steps))
-    print('%-6s %-9s %-8s %10s %16s %14s %15s' % ('ranks', 'BLAS cap', 'buckets', 'samples/s',
-                                                  'allreduce ms/step', 'agree ms/step',
-                                                  'allreduces/step'))
-    configs = [('on', 'on', {}), ('off', 'on', {'FFNUMBA_BLAS_THREADS': '0'}),
-               ('on', 'off', {'FFNUMBA_DIST_BUCKET_MB': '0'})]
+    print('%-6s %-9s %10s %11s %9s  | pushpull ms: %8s %8s %6s'
+          % ('ranks', 'BLAS cap', 'samples/s', 'allreduce', 'agree', 'buckets', 'per key',
+             'fp16'))
+    configs = [('on', {}), ('off', {'FFNUMBA_BLAS_THREADS': '0'})]
     for ranks in args.ranks:
-        for cap, bucket, env in configs:
-            if ranks == 1 and bucket == 'off':
-                continue
+        for cap, env in configs:
             r = launch(ranks, env, args)
-            print('%-6d %-9s %-8s %10s %16s %14s %15s'
-                  % (ranks, cap, bucket, r['samples_per_s'], r['allreduce_ms'], r['agree_ms'],
-                     r['allreduces']))
+            print('%-6d %-9s %10s %8s ms %6s ms  |              %8s %8s %6s'
+                  % (ranks, cap, r['samples_per_s'], r['allreduce_ms'], r['agree_ms'],
+                     r.get('push_bucketed_ms', '-'), r.get('push_per_key_ms', '-'),
+                     r.get('push_fp16_ms', '-')))
 
 
 if __name__ == '__main__':
