@@ -20,6 +20,12 @@ __all__ = ['BatchEndParam', 'Speedometer', 'ProgressBar', 'do_checkpoint', 'modu
 BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 'locals'])
 
 
+def _writes_checkpoints():
+    """False on ranks other than 0 of a ``dist_sync`` run (only rank 0 writes checkpoints)."""
+    from .kvstore._mpi import world
+    return world['rank'] == 0
+
+
 def module_checkpoint(mod, prefix, period=1, save_optimizer_states=False):
     """Epoch-end callback that calls ``mod.save_checkpoint(prefix, epoch + 1, ...)``.
 
@@ -32,11 +38,13 @@ def module_checkpoint(mod, prefix, period=1, save_optimizer_states=False):
         Save every ``period`` epochs (values below 1 count as 1).
     save_optimizer_states : bool, default False
         Also write ``prefix-%04d.states``.
+
+    In a ``dist_sync`` run only rank 0 writes (the replicas are identical).
     """
     period = int(max(1, period))
 
     def _callback(iter_no, sym=None, arg=None, aux=None):
-        if (iter_no + 1) % period == 0:
+        if (iter_no + 1) % period == 0 and _writes_checkpoints():
             mod.save_checkpoint(prefix, iter_no + 1, save_optimizer_states)
     return _callback
 
@@ -52,11 +60,13 @@ def do_checkpoint(prefix, period=1):
     prefix : str
     period : int, default 1
         Save every ``period`` epochs (values below 1 count as 1).
+
+    In a ``dist_sync`` run only rank 0 writes (the replicas are identical).
     """
     period = int(max(1, period))
 
     def _callback(iter_no, sym, arg, aux):
-        if (iter_no + 1) % period == 0:
+        if (iter_no + 1) % period == 0 and _writes_checkpoints():
             from .model import save_checkpoint
             save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
     return _callback

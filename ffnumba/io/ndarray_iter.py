@@ -22,6 +22,7 @@ from ..base import ParamError, ShapeError
 from ..context import cpu
 from .. import random as _random
 from .base import DataBatch, DataDesc, DataIter
+from .shard import _rows, check_parts
 
 __all__ = ['NDArrayIter']
 
@@ -86,6 +87,16 @@ class NDArrayIter(DataIter):
     label_name : str, default 'softmax_label'
     layout : str, default 'NCHW'
         Position of ``'N'`` is the batch axis.
+    num_parts : int, default 1
+        Split the samples into this many parts (one per worker of a
+        distributed run, ``kv.num_workers``) and iterate over one of them.
+    part_index : int, default 0
+        The part to iterate over (``kv.rank``). Samples ``i`` with
+        ``i % num_parts == part_index`` are kept and the last ``n % num_parts``
+        samples are dropped so every part has the same number of batches
+        (see :func:`ffnumba.io.shard`). MXNet has these two arguments on its
+        file iterators (``MNISTIter``, ``ImageRecordIter``), not on
+        ``NDArrayIter``.
 
     Batches hold CPU NDArrays; numpy input becomes float32 (MXNet's rule,
     labels included), an NDArray input keeps its dtype.
@@ -100,7 +111,8 @@ class NDArrayIter(DataIter):
     """
 
     def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle='pad',
-                 data_name='data', label_name='softmax_label', layout='NCHW'):
+                 data_name='data', label_name='softmax_label', layout='NCHW', num_parts=1,
+                 part_index=0):
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size <= 0:
             raise ParamError('NDArrayIter: `batch_size` must be a positive int. '
@@ -119,6 +131,13 @@ class NDArrayIter(DataIter):
         self._data = _init_data(data, False, data_name)
         self._label = _init_data(label, True, label_name)
         self._check_counts()
+        num_parts, part_index = check_parts(num_parts, part_index, 'NDArrayIter')
+        if num_parts > 1:
+            rows = _rows(self._data[0][1].shape[axis], num_parts, part_index, True,
+                         'NDArrayIter')
+            self._data = [(k, np.take(a, rows, axis=axis)) for k, a in self._data]
+            self._label = [(k, np.take(a, rows, axis=axis)) for k, a in self._label]
+        self.num_parts, self.part_index = num_parts, part_index
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
         self.num_data = self._data[0][1].shape[axis]

@@ -80,6 +80,11 @@ class KVStoreBase:
         """Number of worker processes (1 in-process)."""
         return 1
 
+    @property
+    def local_rank(self):
+        """This worker's rank among the workers on its node (0 in-process)."""
+        return 0
+
     def is_capable(self, capability):
         """Whether the store supports ``capability`` (only ``OPTIMIZER`` exists)."""
         if capability == self.OPTIMIZER:
@@ -133,8 +138,22 @@ class KVStoreBase:
         raise FFError('Gradient compression is not supported for this type of kvstore (%s)'
                       % self._type)
 
-    def _barrier(self):
+    def barrier(self):
         """Wait for every worker (a no-op in-process)."""
+
+    _barrier = barrier
+
+    def _end_epoch(self, epoch, nbatch):
+        """Hook of the fit loop at the end of each epoch (dist stores check it is even)."""
+
+    def _logger(self, logger):
+        """The logger the fit loop writes through (dist stores prefix the rank)."""
+        return logger
+
+    def _metric_name_value(self, metric):
+        """The epoch's training metric values (dist stores average them over ranks)."""
+        fn = getattr(metric, 'get_global_name_value', None) or metric.get_name_value
+        return fn()
 
     def __repr__(self):
         return '<KVStore type=%s rank=%d num_workers=%d>' % (self._type, self.rank,

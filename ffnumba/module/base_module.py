@@ -304,12 +304,14 @@ class BaseModule:
         """
         batch_cbs = _as_list(batch_end_callback) if batch_end_callback is not None else ()
         offset = 1 if legacy else 0
+        kv = getattr(self, '_kvstore', None)   # a dist store checks epochs, averages metrics
+        logger = kv._logger(self.logger) if kv is not None else self.logger
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             self._fit_epoch_begin(epoch, train_data)
             eval_metric.reset()
             nbatch = 0
-            data_iter = iter(_epoch_batches(train_data, epoch, epoch_size, self.logger))
+            data_iter = iter(_epoch_batches(train_data, epoch, epoch_size, logger))
             end_of_batch = False
             next_batch = next(data_iter, None)
             if next_batch is None:
@@ -334,8 +336,11 @@ class BaseModule:
                     end_of_batch = True
                 if monitor is not None:
                     monitor.toc_print()
+                if end_of_batch and kv is not None:
+                    kv._end_epoch(epoch, nbatch + 1)
                 if end_of_batch and not legacy:
-                    name_vals = _global_name_value(eval_metric)
+                    name_vals = _global_name_value(eval_metric) if kv is None \
+                        else kv._metric_name_value(eval_metric)
                 if batch_cbs:
                     params = BatchEndParam(epoch=epoch, nbatch=nbatch + offset,
                                            eval_metric=eval_metric, locals=locals())
@@ -343,11 +348,11 @@ class BaseModule:
                         cb(params)
                 nbatch += 1
             for name, val in name_vals:
-                self.logger.info('Epoch[%d] Train-%s=%f', epoch, name, val)
+                logger.info('Epoch[%d] Train-%s=%f', epoch, name, val)
             if legacy and epoch_size is None:   # FeedForward resets before the time line
-                self.logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+                logger.info('Epoch[%d] Resetting Data Iterator', epoch)
                 train_data.reset()
-            self.logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
+            logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
             arg_params_, aux_params_ = self.get_params()
             self.set_params(arg_params_, aux_params_)
             if epoch_end_callback is not None:
@@ -359,7 +364,7 @@ class BaseModule:
                                  batch_end_callback=eval_batch_end_callback, epoch=epoch)
                 if not legacy:
                     for name, val in res:
-                        self.logger.info('Epoch[%d] Validation-%s=%f', epoch, name, val)
+                        logger.info('Epoch[%d] Validation-%s=%f', epoch, name, val)
             if epoch_size is None and not legacy:
                 train_data.reset()
 

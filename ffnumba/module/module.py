@@ -39,10 +39,10 @@ def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_o
 
 def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
     """Sum the gradients in the kvstore, update there, and pull the weights back."""
-    for index, (args, grads) in enumerate(zip(param_arrays, grad_arrays)):
-        if grads[0] is None:
-            continue
-        kvstore.pushpull(param_names[index], grads, out=args, priority=-index)
+    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
+    if live:   # one call: a dist store checks and all-reduces the keys together
+        kvstore.pushpull([param_names[i] for i in live], [grad_arrays[i] for i in live],
+                         out=[param_arrays[i] for i in live])
 
 
 def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
@@ -52,11 +52,12 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
     Device ``k``'s copy of parameter ``i`` uses updater index ``i*num_device+k``
     (the optimizer states are kept per device, as MXNet).
     """
+    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
+    if kvstore and live:
+        kvstore.pushpull([param_names[i] for i in live], [grad_arrays[i] for i in live])
     for index, (args, grads) in enumerate(zip(param_arrays, grad_arrays)):
         if grads[0] is None:
             continue
-        if kvstore:
-            kvstore.pushpull(param_names[index], grads, priority=-index)
         for k, (w, g) in enumerate(zip(args, grads)):
             updater(index * num_device + k, g, w)
 

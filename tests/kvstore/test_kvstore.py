@@ -1,4 +1,4 @@
-"""KVStore: init/push/pull/pushpull/broadcast, updaters, key kinds, dist over a fake comm."""
+"""KVStore: init/push/pull/pushpull/broadcast, updaters, key kinds (dist: test_dist_mpi.py)."""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -7,7 +7,6 @@ import ffnumba as ff
 import ffnumba.kvstore as kvs
 import ffnumba.ndarray as nd
 from ffnumba.base import FFError
-from ffnumba.kvstore.dist import DistKVStore
 
 SHAPE = (2, 3)
 
@@ -131,37 +130,6 @@ def test_two_bit_compression_on_device_store():
     # the residual carries over: 0.3+0.3 crosses the threshold on the second push
     kv.pushpull(0, [nd.array([0.3, 0.0, 0.0, 0.1])], out=[out])
     np.testing.assert_allclose(out.asnumpy(), [0.5, 0, 0, 0])
-
-
-class _FakeComm:
-    """A 2-worker communicator where the other worker always contributes ``other``."""
-
-    def __init__(self, other):
-        self.other = other
-
-    def Get_rank(self):
-        return 0
-
-    def Get_size(self):
-        return 2
-
-    def Allreduce(self, send, recv):
-        recv[...] = send + self.other
-
-    def Bcast(self, buf, root=0):
-        pass
-
-    def Barrier(self):
-        pass
-
-
-def test_dist_store_sums_across_workers():
-    kv = DistKVStore('dist_sync', comm=_FakeComm(np.float32(10)))
-    assert kv.num_workers == 2 and kv.rank == 0
-    kv.init('w', nd.zeros(SHAPE))
-    out = nd.zeros(SHAPE)
-    kv.pushpull('w', [nd.ones(SHAPE), nd.ones(SHAPE)], out=[out])
-    np.testing.assert_allclose(out.asnumpy(), 12)
 
 
 def test_dist_without_mpi4py_says_how_to_install():
