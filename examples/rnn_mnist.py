@@ -24,9 +24,10 @@ os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 import ffnumba as ff  # noqa: E402
 
 
-def rnn_classifier(num_hidden, num_layers, mode):
-    """data (N, 28, 28) -> fused RNN over the 28 rows -> last step -> 10 classes."""
-    cell = ff.rnn.FusedRNNCell(num_hidden, num_layers=num_layers, mode=mode, prefix='rnn_')
+def rnn_classifier(num_hidden, num_layers, mode, bidirectional):
+    """data (N, 28, 28) -> fused RNN over the 28 rows -> last step and mean -> 10 classes."""
+    cell = ff.rnn.FusedRNNCell(num_hidden, num_layers=num_layers, mode=mode,
+                               bidirectional=bidirectional, prefix='rnn_')
     outputs, _ = cell.unroll(28, ff.sym.Variable('data'), layout='NTC', merge_outputs=True)
     last = ff.sym.SequenceLast(outputs, axis=1, name='last')            # (N, num_hidden)
     pooled = ff.sym.mean(outputs, axis=1, name='pool')                   # (N, num_hidden)
@@ -40,6 +41,7 @@ def main():
     parser.add_argument('--num-hidden', type=int, default=64)
     parser.add_argument('--num-layers', type=int, default=1)
     parser.add_argument('--mode', default='lstm', choices=['lstm', 'gru', 'rnn_tanh'])
+    parser.add_argument('--bidirectional', type=int, default=1)
     parser.add_argument('--batch-size', type=int, default=50)
     parser.add_argument('--lr', type=float, default=0.003)
     parser.add_argument('--seed', type=int, default=0)
@@ -51,7 +53,8 @@ def main():
     X_train, X_test = X_train.reshape(-1, 28, 28), X_test.reshape(-1, 28, 28)
     train = ff.io.NDArrayIter(X_train, y_train, args.batch_size, shuffle=True)
     test = ff.io.NDArrayIter(X_test, y_test, args.batch_size)
-    mod = ff.mod.Module(rnn_classifier(args.num_hidden, args.num_layers, args.mode),
+    mod = ff.mod.Module(rnn_classifier(args.num_hidden, args.num_layers, args.mode,
+                                       bool(args.bidirectional)),
                         context=ff.cpu())
     tic = time.time()
     mod.fit(train, eval_data=test, eval_metric='acc', optimizer='adam',
