@@ -19,7 +19,7 @@ within a model, an explicit ``name=`` wins). Layouts are channels first.
 
 What is not here (compared with Keras): weight sharing (a layer instance is
 used once per model), regularizers and per-layer initializers, masking,
-recurrent layers, ``center=False`` in BatchNormalization, several outputs in
+``return_state`` in recurrent layers, ``center=False`` in BatchNormalization, several outputs in
 ``compile``/``fit`` (use ``to_symbol(with_loss=False)`` with ``ff.mod.Module``).
 """
 from .base import ACTIVATIONS, Input, KerasTensor, Layer
@@ -27,6 +27,7 @@ from .core import (Activation, BatchNormalization, Concatenate, Dense, Dropout, 
                    Flatten, LeakyReLU, Reshape)
 from .conv import AvgPool2D, Conv1D, Conv2D, Conv2DTranspose, GlobalAvgPool2D, MaxPool2D
 from .model import Model, Sequential
+from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .training import LOSSES, LossMetric
 
 #: Keras names MXNet users also reach for.
@@ -36,7 +37,7 @@ GlobalAveragePooling2D = GlobalAvgPool2D
 
 #: What this front end lacks compared with Keras 3, read by the tests.
 UNSUPPORTED = ('weight sharing', 'regularizers', 'per-layer initializers', 'masking',
-               'recurrent layers', 'BatchNormalization(center=False)',
+               'return_state in recurrent layers', 'BatchNormalization(center=False)',
                'several outputs in compile/fit', 'channels_last layouts')
 
 __all__ = ['Input', 'KerasTensor', 'Layer', 'ACTIVATIONS', 'Activation', 'BatchNormalization',
