@@ -104,7 +104,7 @@ def main():
     parser.add_argument('--stack', default='fused', choices=['fused', 'cells'])
     parser.add_argument('--batch-size', type=int, default=32)
     parser.add_argument('--lr', type=float, default=0.01)
-    parser.add_argument('--max-lines', type=int, default=12000,
+    parser.add_argument('--max-lines', type=int, default=0,
                         help='training lines used (0: all)')
     parser.add_argument('--seed', type=int, default=0)
     args = parser.parse_args()
