@@ -54,7 +54,7 @@ Source: MXNet 1.x ``RNN`` operator documentation and ``src/operator/rnn-inl.h``
 """
 import numpy as np
 
-from ...base import FFError, ParamError, ShapeError
+from ...base import ParamError, ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import f16_safe

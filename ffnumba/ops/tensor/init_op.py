@@ -34,7 +34,7 @@ from ...base import ParamError, ShapeError
 from ...dtype import np_dtype
 from ..params import Field, Params, Shape
 from ..registry import OpDef, register_op, shape_assign, same_type
-from ..templates import LazyCudaKernel, fill_gpu, import_cuda, launch_1d
+from ..templates import LazyCudaKernel, fill_gpu, import_cuda
 from .concat import _as3
 from .shape import _axis, _gpu_block, _outer_inner, _put
 

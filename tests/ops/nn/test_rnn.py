@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 import ffnumba as ff
 from ffnumba.base import ParamError, ShapeError
 from ffnumba.ops.nn.rnn import rnn_param_size
-from ffnumba.testing import OpCase, check_numeric_gradient
+from ffnumba.testing import OpCase
 from rnn_reference import rnn_forward
 
 MODES = ['rnn_relu', 'rnn_tanh', 'lstm', 'gru']
