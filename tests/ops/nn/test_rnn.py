@@ -113,3 +113,23 @@ def test_dropout_only_between_layers_and_only_in_training():
         res.append(exe.outputs[0].asnumpy())
     np.testing.assert_allclose(res[1], res[2], rtol=1e-6)
     assert np.abs(res[0] - res[1]).max() > 1e-3
+
+
+@pytest.mark.gpu
+def test_gpu_dropout_between_layers_matches_cpu_with_the_same_seed():
+    from ffnumba.testing import assert_almost_equal, bind_numpy
+    s = ff.sym.RNN(ff.sym.var('data'), state_size=3, num_layers=2, mode='gru', p=0.4,
+                   bidirectional=True, name='r')
+    shapes = dict(zip(s.list_arguments(), s.infer_shape(data=(3, 2, 4))[0]))
+    rng = np.random.default_rng(0)
+    vals = {k: rng.uniform(-1, 1, v) for k, v in shapes.items()}
+    head = rng.standard_normal((3, 2, 6))
+    res = []
+    for ctx in (ff.cpu(0), ff.gpu(0)):
+        ff.random.seed(7)
+        exe = bind_numpy(s, vals, ctx=ctx)
+        exe.forward(is_train=True)
+        exe.backward([ff.nd.array(head, ctx=ctx)])
+        res.append((exe.outputs[0].asnumpy(), exe.grad_dict['r_parameters'].asnumpy()))
+    assert_almost_equal(res[1][0], res[0][0], 1e-4, 1e-5)
+    assert_almost_equal(res[1][1], res[0][1], 1e-4, 1e-5)
