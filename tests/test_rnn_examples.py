@@ -59,3 +59,11 @@ def test_rnn_mnist_reaches_target(tmp_path):
 def test_lstm_bucketing_falls_well_below_unigram(tmp_path):
     ppl, uni = perplexities(run(tmp_path, 'lstm_bucketing.py'))
     assert ppl < 0.6 * uni
+
+
+@needs_fortunes
+def test_lstm_bucketing_with_unrolled_cells_quick(tmp_path):
+    out = run(tmp_path, 'lstm_bucketing.py', '--stack', 'cells', '--epochs', '1',
+              '--max-lines', '600', '--num-hidden', '16', '--batch-size', '8')
+    ppl, uni = perplexities(out)
+    assert ppl < uni, out[-2000:]
