@@ -46,4 +46,5 @@ from . import datasets
 from . import testing
 from . import testing as test_utils
 from . import layers
+from . import rnn
 from . import viz

@@ -56,6 +56,7 @@ PAGES = [
 OPTIONAL_PAGES = [
     ('layers', 'Keras-style layers (ff.layers)', ['ffnumba.layers'], None),
     ('viz', 'Visualization (ff.viz)', ['ffnumba.viz'], None),
+    ('rnn', 'Recurrent cells and bucketing (ff.rnn)', ['ffnumba.rnn'], None),
 ]
 
 

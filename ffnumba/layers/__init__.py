@@ -27,7 +27,9 @@ and transpose at their edges.
 Where Keras and MXNet differ, Keras wins here: ``Dense`` on input of rank > 2
 applies to the last axis (``flatten=False``; MXNet's ``FullyConnected``
 flattens by default, ``Dense(..., flatten=True)``), ``fit(epochs=, initial_epoch=)``
-counts epochs as Keras does, ``get_weights`` returns a list.
+counts epochs as Keras does, ``get_weights`` returns a list. Recurrent layers
+(``SimpleRNN``, ``LSTM``, ``GRU``, ``Bidirectional``) run the fused ``RNN``
+operator; ``return_state`` is not supported.
 """
 from . import callbacks
 from .base import ACTIVATIONS, LAYERS, Input, KerasTensor, Layer
@@ -39,6 +41,7 @@ from .reshaping import (Add, Average, Cropping2D, LayerNormalization, Multiply, 
                         RepeatVector, UpSampling2D, ZeroPadding2D)
 from .losses import LOSSES, LossMetric
 from .model import Model, Sequential
+from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from .saving import load_model, model_from_config, model_from_json
 
 #: Keras names MXNet users also reach for.
@@ -51,7 +54,8 @@ AveragePooling1D = AvgPool1D
 
 #: What this front end lacks compared with Keras 3, read by the tests.
 UNSUPPORTED = ('weight sharing', 'regularizers', 'per-layer initializers', 'masking',
-               'BatchNormalization(center=False)', 'weighted_metrics')
+               'return_state in recurrent layers', 'BatchNormalization(center=False)',
+               'weighted_metrics')
 
 __all__ = ['Input', 'KerasTensor', 'Layer', 'LAYERS', 'ACTIVATIONS', 'Activation',
            'BatchNormalization', 'Concatenate', 'Dense', 'Dropout', 'Embedding', 'Flatten',
@@ -61,5 +65,5 @@ __all__ = ['Input', 'KerasTensor', 'Layer', 'LAYERS', 'ACTIVATIONS', 'Activation
            'AvgPool1D', 'MaxPool1D', 'Conv1DTranspose', 'GlobalMaxPool2D', 'GlobalMaxPooling2D',
            'MaxPooling1D', 'AveragePooling1D', 'Add', 'Average', 'Cropping2D',
            'LayerNormalization', 'Multiply', 'Permute', 'RepeatVector', 'UpSampling2D',
-           'ZeroPadding2D',
+           'ZeroPadding2D', 'SimpleRNN', 'LSTM', 'GRU', 'Bidirectional',
            'callbacks', 'load_model', 'model_from_config', 'model_from_json']

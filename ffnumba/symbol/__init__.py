@@ -10,9 +10,10 @@ import builtins as _builtins
 from .. import ops as _ops  # noqa: F401  (registers every operator)
 from .symbol import Symbol, Variable, var, Group, load, load_json, make_op_symbol
 from . import op_functions as _op_functions
+from .creation import zeros, ones, full, arange, linspace, eye
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
-           'pow', 'power']
+           'pow', 'power', 'zeros', 'ones', 'full', 'arange', 'linspace', 'eye']
 
 
 def _sym_or_scalar(left, right, sym_op, scalar_op, fallback):

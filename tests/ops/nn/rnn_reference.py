@@ -1,0 +1,72 @@
+"""A plain numpy fused RNN (MXNet's layout and formulas), the reference of the RNN op tests."""
+import numpy as np
+
+GATES = {'rnn_relu': 1, 'rnn_tanh': 1, 'lstm': 4, 'gru': 3}
+
+
+def _sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def unpack(mode, L, D, C, H, w):
+    """[(Wx, Wh, bx, bh)] per layer * D + direction from the packed vector."""
+    G, off, ws = GATES[mode], 0, []
+    for l in range(L):
+        i = C if l == 0 else D * H
+        for _ in range(D):
+            wx = w[off:off + G * H * i].reshape(G * H, i)
+            off += G * H * i
+            wh = w[off:off + G * H * H].reshape(G * H, H)
+            off += G * H * H
+            ws.append([wx, wh])
+    for e in ws:
+        e.append(w[off:off + G * H])
+        e.append(w[off + G * H:off + 2 * G * H])
+        off += 2 * G * H
+    assert off == w.size
+    return ws
+
+
+def step(mode, x, h, c, wx, wh, bx, bh, clip=None):
+    H = h.shape[-1]
+    gx = x @ wx.T + bx
+    gh = h @ wh.T + bh
+    if mode in ('rnn_relu', 'rnn_tanh'):
+        a = gx + gh
+        h = np.maximum(a, 0) if mode == 'rnn_relu' else np.tanh(a)
+        return h, c
+    if mode == 'lstm':
+        a = gx + gh
+        i, f, g, o = _sig(a[:, :H]), _sig(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), _sig(a[:, 3 * H:])
+        c = f * c + i * g
+        if clip is not None:
+            c = np.clip(c, *clip)
+        return o * np.tanh(c), c
+    r = _sig(gx[:, :H] + gh[:, :H])
+    z = _sig(gx[:, H:2 * H] + gh[:, H:2 * H])
+    n = np.tanh(gx[:, 2 * H:] + r * gh[:, 2 * H:])
+    return (1 - z) * n + z * h, c
+
+
+def rnn_forward(mode, L, bidirectional, data, parameters, state, state_cell=None, clip=None):
+    """(output, final h, final c) of MXNet's fused RNN (no dropout)."""
+    T, N, C = data.shape
+    D = 2 if bidirectional else 1
+    H = state.shape[2]
+    ws = unpack(mode, L, D, C, H, parameters)
+    cell = state_cell if state_cell is not None else np.zeros_like(state)
+    hy, cy = np.zeros_like(state), np.zeros_like(state)
+    x = data
+    for l in range(L):
+        outs = []
+        for d in range(D):
+            k = l * D + d
+            h, c = state[k], cell[k]
+            ys = [None] * T
+            for t in (range(T - 1, -1, -1) if d else range(T)):
+                h, c = step(mode, x[t], h, c, *ws[k], clip=clip)
+                ys[t] = h
+            outs.append(np.stack(ys))
+            hy[k], cy[k] = h, c
+        x = np.concatenate(outs, axis=2)
+    return x, hy, cy
