@@ -1,23 +1,29 @@
-"""Allocation for :func:`simple_bind` and the helpers executors share.
+"""Memory for executors: what :func:`~ffnumba.executor.simple_bind` allocates, and helpers.
 
-:func:`simple_bind` infers every shape and dtype of a symbol, allocates (or
-takes from ``shared_exec`` / ``shared_buffer``) the argument, gradient and
-auxiliary arrays, and hands them to :class:`~ffnumba.executor.Executor`,
-which precomputes and runs the graph. Re-exported as
-``ffnumba.executor.simple_bind``.
+:func:`allocate` infers every shape and dtype of a symbol once and allocates
+(or takes from ``shared_exec`` / ``shared_buffer``) the argument, gradient
+and auxiliary arrays; :func:`ffnumba.executor.simple_bind` hands them, with
+the inferred shapes, to :class:`~ffnumba.executor.Executor`.
+:func:`norm_grad_req` is the one place ``grad_req`` (str, list or dict) is
+normalised; :func:`plan_inference_memory` shares buffers of a gradient-free
+executor. This module sits below ``executor.py`` and never imports it.
 """
 import numpy as np
 
-from .base import ParamError, ShapeError
+from .base import FFError, ParamError, ShapeError
 from .context import Context, check_device
 from .dtype import np_dtype
 from .ndarray import ndarray as _nd
 from .ndarray.ndarray import NDArray
 from .symbol import infer as _infer
 
-__all__ = ['simple_bind']
+__all__ = ['allocate', 'ArgumentError']
 
 _REQS = ('write', 'add', 'null')
+
+
+class ArgumentError(FFError, TypeError):
+    """An argument name that the executor does not have, or a value of the wrong type."""
 
 
 def _zeros(shape, dtype, ctx):
@@ -28,8 +34,18 @@ def _is_gpu(ctx):
     return ctx.device_type == 'gpu'
 
 
-def _norm_req(grad_req, names):
-    """``grad_req`` (str, list or dict) as a dict name -> 'write'/'add'/'null'."""
+def norm_grad_req(grad_req, names):
+    """``grad_req`` (str, list or dict) as a dict name -> 'write'/'add'/'null'.
+
+    The one normaliser of ``grad_req`` (executors, ``simple_bind`` and the
+    executor group all call it). ``'inplace'`` counts as ``'write'``; a dict
+    gives ``'null'`` to the names it lacks (MXNet).
+
+    Raises
+    ------
+    ParamError
+        For a list of the wrong length, another type, or an unknown request.
+    """
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in names}
     elif isinstance(grad_req, (list, tuple)):
@@ -59,32 +75,19 @@ def _view_of(arr, shape):
     return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
 
 
-def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
-                shared_exec=None, shared_buffer=None, **kwargs):
-    """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
+def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
+             shared_exec=None, shared_buffer=None, **kwargs):
+    """The arrays :func:`ffnumba.executor.simple_bind` binds, with the shapes it inferred.
 
-    Parameters
-    ----------
-    symbol : Symbol
-    ctx : Context
-    grad_req : str, list or dict, default 'write'
-    type_dict : dict of str to dtype, optional
-        Input dtypes; the rest is inferred, float32 where nothing says otherwise.
-    shared_arg_names : list of str, optional
-        Arguments (parameters) whose arrays and gradients are taken from
-        ``shared_exec`` when it has them with the same shape and dtype.
-    shared_exec : Executor, optional
-        The executor to share with (also its auxiliary states, by name).
-    shared_buffer : dict, optional
-        Arrays for the other arguments, by name (gradients under
-        ``'grad of ' + name``). An entry at least as large is reused as a
-        view; otherwise a new array is allocated and stored in the dict.
-    **kwargs : tuple
-        Input shapes by name (names that are not inputs are ignored, as in MXNet).
+    Parameters are those of :func:`~ffnumba.executor.simple_bind`.
 
     Returns
     -------
-    Executor
+    (args, grads, reqs, aux, (shapes, types))
+        Argument arrays, gradient arrays (None where ``grad_req`` is
+        ``'null'``), the normalised ``grad_req`` dict, auxiliary arrays, and
+        the per-entry shapes and dtypes of the graph (handed to the
+        Executor so it does not infer them again).
 
     Raises
     ------
@@ -112,7 +115,7 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
     if missing:
         known_t.update(missing)
         types = _infer.infer_types(view, known_t)
-    reqs = _norm_req(grad_req, arg_names)
+    reqs = norm_grad_req(grad_req, arg_names)
     shared_names = set(shared_arg_names or ())
     s_args = shared_exec.arg_dict if shared_exec is not None else {}
     s_grads = shared_exec.grad_dict if shared_exec is not None else {}
@@ -156,5 +159,64 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
         shape, dtype = shapes[e], types[e]
         a = s_aux.get(name)
         aux.append(a if fits(a, shape, dtype) else _zeros(shape, dtype, ctx))
-    from .executor import Executor
-    return Executor(symbol, ctx, args, grads, reqs, aux)
+    return args, grads, reqs, aux, (shapes, types)
+
+
+def plan_inference_memory(view, shapes, types, ctx, nd_of):
+    """Allocate operator outputs for a gradient-free executor, reusing buffers.
+
+    An intermediate entry's buffer returns to a pool (keyed by shape and
+    dtype) after its last consumer has run; a later entry of the same shape
+    and dtype takes it. Heads are never shared. A node's outputs are taken
+    before its inputs are released, so no kernel sees aliased arrays.
+    """
+    last = {}
+    for nid, node in enumerate(view.nodes):
+        for e in view.in_entries[nid]:
+            last[e] = nid
+    heads = set(view.heads)
+    release = {}
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            if e not in heads:
+                release.setdefault(last.get(e, nid), []).append(e)
+    pool = {}
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            key = (shapes[e], np.dtype(types[e]).str)
+            free = pool.get(key)
+            nd_of[e] = free.pop() if (free and e not in heads) else \
+                _zeros(shapes[e], types[e], ctx)
+        for e in release.get(nid, ()):
+            pool.setdefault((shapes[e], np.dtype(types[e]).str), []).append(nd_of[e])
+
+
+def _host_values(what, value):
+    """``value`` as a numeric numpy array, or an ArgumentError naming ``what``."""
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s (%s)'
+                            % (what, type(value).__name__, e)) from None
+    if host.dtype.kind not in 'biuf':
+        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s of dtype %s'
+                            % (what, type(value).__name__, host.dtype))
+    return host
+
+
+def _copy_into(src, dst, name):
+    if isinstance(src, NDArray):
+        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
+    else:
+        host = _host_values('copy_params_from: %s' % name, src)
+    if tuple(host.shape) != dst.shape:
+        raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
+                         % (name, tuple(host.shape), dst.shape))
+    if _is_gpu(dst.context):
+        dst._set(host.astype(dst._data.dtype))
+    else:
+        dst._data[...] = host

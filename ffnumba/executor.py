@@ -17,12 +17,13 @@ One executor may run in one thread while other executors run in others: it
 holds no global mutable state (each node has its own ``OpContext`` and the
 executor its own random generator from ``ff.random.spawn()``).
 
-:func:`simple_bind` (allocation from inferred shapes) lives in
-``ffnumba._executor_bind`` and is re-exported here.
+:func:`simple_bind` takes its arrays (and the shapes inferred for them) from
+:func:`ffnumba._executor_bind.allocate`, which sits below this module.
 """
 import numpy as np
 
-from ._executor_bind import _is_gpu, _norm_req, _view_of, _zeros, simple_bind
+from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_inference_memory,
+                             _copy_into, _host_values, _is_gpu, _view_of, _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -35,10 +36,6 @@ __all__ = ['Executor', 'simple_bind', 'ArgumentError']
 _HEAD_MSG = ('Because the last operator is not Loss function, head_gradient is required when '
              'calling backward. If you are attempting to minimize the output as an objective, '
              'please modify your network and pass it through the make_loss symbol.')
-
-
-class ArgumentError(FFError, TypeError):
-    """An argument name that the executor does not have, or a value of the wrong type."""
 
 
 def _arrays(value, names, what, allow_missing):
@@ -103,7 +100,7 @@ class Executor:
     """
 
     def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
-                 shared_exec=None):
+                 shared_exec=None, _inferred=None):
         ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
         check_device(ctx)
         self._symbol = symbol
@@ -122,7 +119,7 @@ class Executor:
                              'states: the symbol has %s' % aux_names)
         self.aux_arrays = _arrays(aux_states, aux_names, 'aux_states', False) \
             if aux_names else []
-        reqs = _norm_req(grad_req, arg_names)
+        reqs = norm_grad_req(grad_req, arg_names)
         self._grad_req = {n: (reqs[n] if g is not None else 'null')
                           for n, g in zip(arg_names, grads)}
         # MXNet keeps the caller's gradient arrays even where grad_req is 'null'
@@ -139,20 +136,27 @@ class Executor:
             if self._grad_req[n] != 'null' and g.shape != a.shape:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
-        self._setup()
+        self._setup(_inferred)
         self._monitor = None
         self._forward_ran = False
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
-    def _setup(self):
+    def _setup(self, inferred=None):
+        """Plan the graph. ``inferred``: per-entry ``(shapes, types)`` that
+        :func:`simple_bind` already computed for exactly these arrays (the one
+        shape pass before the first batch); None infers them from the arrays."""
         view, ctx = self._view, self._ctx
-        known_s = {n: a.shape for n, a in zip(self._arg_names, self.arg_arrays)}
-        known_s.update({n: a.shape for n, a in zip(self._aux_names, self.aux_arrays)})
-        known_t = {n: np.dtype(a.dtype) for n, a in zip(self._arg_names, self.arg_arrays)}
-        known_t.update({n: np.dtype(a.dtype) for n, a in zip(self._aux_names, self.aux_arrays)})
-        shapes = _infer.infer_shapes(view, known_s, use_hints=False)
-        types = _infer.infer_types(view, known_t, use_hints=False)
+        if inferred is not None:
+            shapes, types = inferred
+        else:
+            known_s = {n: a.shape for n, a in zip(self._arg_names, self.arg_arrays)}
+            known_s.update({n: a.shape for n, a in zip(self._aux_names, self.aux_arrays)})
+            known_t = {n: np.dtype(a.dtype) for n, a in zip(self._arg_names, self.arg_arrays)}
+            known_t.update({n: np.dtype(a.dtype)
+                            for n, a in zip(self._aux_names, self.aux_arrays)})
+            shapes = _infer.infer_shapes(view, known_s, use_hints=False)
+            types = _infer.infer_types(view, known_t, use_hints=False)
         missing = [view.entry_names()[e] for e in range(view.num_entries)
                    if shapes[e] is None or types[e] is None]
         if missing:
@@ -170,7 +174,7 @@ class Executor:
                 for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
                     nd_of[e] = _zeros(shapes[e], types[e], ctx)
         else:
-            _plan_inference_memory(view, shapes, types, ctx, nd_of)
+            plan_inference_memory(view, shapes, types, ctx, nd_of)
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
@@ -537,61 +541,39 @@ def _reraise(node, phase, err):
                   % (node.name, node.op.name, phase, type(err).__name__, msg)) from err
 
 
-def _plan_inference_memory(view, shapes, types, ctx, nd_of):
-    """Allocate operator outputs for a gradient-free executor, reusing buffers.
+def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
+                shared_exec=None, shared_buffer=None, **kwargs):
+    """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
 
-    An intermediate entry's buffer returns to a pool (keyed by shape and
-    dtype) after its last consumer has run; a later entry of the same shape
-    and dtype takes it. Heads are never shared. A node's outputs are taken
-    before its inputs are released, so no kernel sees aliased arrays.
+    Parameters
+    ----------
+    symbol : Symbol
+    ctx : Context
+    grad_req : str, list or dict, default 'write'
+    type_dict : dict of str to dtype, optional
+        Input dtypes; the rest is inferred, float32 where nothing says otherwise.
+    shared_arg_names : list of str, optional
+        Arguments (parameters) whose arrays and gradients are taken from
+        ``shared_exec`` when it has them with the same shape and dtype.
+    shared_exec : Executor, optional
+        The executor to share with (also its auxiliary states, by name).
+    shared_buffer : dict, optional
+        Arrays for the other arguments, by name (gradients under
+        ``'grad of ' + name``). An entry at least as large is reused as a
+        view; otherwise a new array is allocated and stored in the dict.
+    **kwargs : tuple
+        Input shapes by name (names that are not inputs are ignored, as in MXNet).
+
+    Returns
+    -------
+    Executor
+
+    Raises
+    ------
+    ShapeError
+        If some shape cannot be inferred (naming the arguments).
     """
-    last = {}
-    for nid, node in enumerate(view.nodes):
-        for e in view.in_entries[nid]:
-            last[e] = nid
-    heads = set(view.heads)
-    release = {}
-    for nid, node in enumerate(view.nodes):
-        if node.op is None:
-            continue
-        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-            if e not in heads:
-                release.setdefault(last.get(e, nid), []).append(e)
-    pool = {}
-    for nid, node in enumerate(view.nodes):
-        if node.op is None:
-            continue
-        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-            key = (shapes[e], np.dtype(types[e]).str)
-            free = pool.get(key)
-            nd_of[e] = free.pop() if (free and e not in heads) else \
-                _zeros(shapes[e], types[e], ctx)
-        for e in release.get(nid, ()):
-            pool.setdefault((shapes[e], np.dtype(types[e]).str), []).append(nd_of[e])
-
-
-def _host_values(what, value):
-    """``value`` as a numeric numpy array, or an ArgumentError naming ``what``."""
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError) as e:
-        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s (%s)'
-                            % (what, type(value).__name__, e)) from None
-    if host.dtype.kind not in 'biuf':
-        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s of dtype %s'
-                            % (what, type(value).__name__, host.dtype))
-    return host
-
-
-def _copy_into(src, dst, name):
-    if isinstance(src, NDArray):
-        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
-    else:
-        host = _host_values('copy_params_from: %s' % name, src)
-    if tuple(host.shape) != dst.shape:
-        raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
-                         % (name, tuple(host.shape), dst.shape))
-    if _is_gpu(dst.context):
-        dst._set(host.astype(dst._data.dtype))
-    else:
-        dst._data[...] = host
+    args, grads, reqs, aux, inferred = allocate(
+        symbol, ctx, grad_req=grad_req, type_dict=type_dict, shared_arg_names=shared_arg_names,
+        shared_exec=shared_exec, shared_buffer=shared_buffer, **kwargs)
+    return Executor(symbol, ctx, args, grads, reqs, aux, _inferred=inferred)

@@ -8,105 +8,19 @@ Checkpoints are ``prefix-symbol.json`` plus ``prefix-%04d.params`` with
 ``arg:``/``aux:`` keys (reference ``mxnet_api.md`` sections 7 and 14).
 """
 import logging
-import os
 import warnings
 
 import numpy as np
 
 from .base import FFError, ParamError, ShapeError
 from .context import cpu, check_device
-from .module.base_module import BatchEndParam, _atomic_write, _save_nd, _split_params
+from .callback import BatchEndParam
+from .checkpoint import save_checkpoint, load_checkpoint, load_params
+from .kvstore import _create_kvstore
 from .module.executor_group import _split_input_slice
 
 __all__ = ['FeedForward', 'save_checkpoint', 'load_checkpoint', 'load_params',
            'BatchEndParam', '_create_kvstore', '_split_input_slice']
-
-
-def _create_kvstore(kvstore, num_device, arg_params):
-    """Choose the kvstore and whether the optimizer runs on it (MXNet's rules).
-
-    Parameters
-    ----------
-    kvstore : KVStore, str or None
-    num_device : int
-    arg_params : dict of str to NDArray
-
-    Returns
-    -------
-    (KVStore or None, bool)
-        A str with one device and no ``'dist'`` gives no kvstore. For
-        ``'local'``, ``update_on_kvstore`` is False when the largest parameter
-        has more than 16M elements. It starts from the environment variable
-        ``MXNET_UPDATE_ON_KVSTORE`` (default 1) and is False without a kvstore.
-    """
-    from . import kvstore as kvs
-    update_on_kvstore = bool(int(os.getenv('MXNET_UPDATE_ON_KVSTORE', '1')))
-    if kvstore is None:
-        kv = None
-    elif isinstance(kvstore, kvs.KVStoreBase):
-        kv = kvstore
-    elif isinstance(kvstore, str):
-        if num_device == 1 and 'dist' not in kvstore:
-            kv = None
-        else:
-            kv = kvs.create(kvstore)
-            if kvstore == 'local' and arg_params:
-                max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
-                if max_size > 1024 * 1024 * 16:
-                    update_on_kvstore = False
-    else:
-        raise ParamError('kvstore must be a KVStore, a str or None. Received: kvstore=%r'
-                         % (kvstore,))
-    if kv is None:
-        update_on_kvstore = False
-    else:
-        update_on_kvstore = update_on_kvstore and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
-    return kv, update_on_kvstore
-
-
-def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
-    """Write ``prefix-symbol.json`` and ``prefix-%04d.params`` (atomic writes).
-
-    Parameters
-    ----------
-    prefix : str
-    epoch : int
-    symbol : Symbol or None
-        Not written when None.
-    arg_params, aux_params : dict of str to NDArray
-        Saved under ``arg:NAME`` / ``aux:NAME``, on the CPU.
-    """
-    if symbol is not None:
-        _atomic_write('%s-symbol.json' % prefix, symbol.tojson().encode('utf-8'))
-    data = {'arg:%s' % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-    data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in (aux_params or {}).items()})
-    param_name = '%s-%04d.params' % (prefix, epoch)
-    _save_nd(param_name, data)
-    logging.info('Saved checkpoint to "%s"', param_name)
-
-
-def load_params(prefix, epoch):
-    """``(arg_params, aux_params)`` from ``prefix-%04d.params``."""
-    from . import ndarray as nd
-    fname = '%s-%04d.params' % (prefix, epoch)
-    return _split_params(nd.load(fname), fname)
-
-
-def load_checkpoint(prefix, epoch):
-    """``(symbol, arg_params, aux_params)`` from a checkpoint.
-
-    Raises
-    ------
-    FFError
-        When a file is missing, truncated or not a checkpoint.
-    """
-    from . import symbol as sym
-    fname = '%s-symbol.json' % prefix
-    if not os.path.exists(fname):
-        raise FFError('load_checkpoint: symbol file %s does not exist' % fname)
-    symbol = sym.load(fname)
-    arg_params, aux_params = load_params(prefix, epoch)
-    return symbol, arg_params, aux_params
 
 
 def _is_array(x):

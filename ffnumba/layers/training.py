@@ -420,7 +420,7 @@ class TrainingMixin:
         ``ff.model.load_checkpoint(prefix, epoch)`` and ``ff.mod.Module.load``
         read them back; the symbol has the loss head when compiled.
         """
-        from ..model import save_checkpoint
+        from ..checkpoint import save_checkpoint
         arg, aux = self._params('save_weights')
         sym = self.to_symbol(with_loss=self._compiled is not None)
         save_checkpoint(prefix, epoch, sym, arg, aux)
@@ -433,7 +433,7 @@ class TrainingMixin:
         ParamError
             When the file lacks a weight of this model (names them).
         """
-        from ..model import load_checkpoint
+        from ..checkpoint import load_checkpoint
         _, arg, aux = load_checkpoint(prefix, epoch)
         sym = self.to_symbol(with_loss=False)
         inputs = set(self._input_names())

@@ -125,20 +125,3 @@ def _check_iter(what, field, it):
 
 _EXHAUSTED = ('%s.fit: the training iterator gave no batch at epoch %d: the %s is exhausted '
               '(or empty). Call train_data.reset() before fit, or pass a fresh iterator.')
-
-
-def _split_params(save_dict, fname):
-    """Split a loaded ``{'arg:x': ..., 'aux:y': ...}`` dict into two dicts."""
-    if not isinstance(save_dict, dict):
-        raise FFError('Invalid param file %s: expected named arrays with arg:/aux: keys, '
-                      'found an unnamed list' % fname)
-    arg_params, aux_params = {}, {}
-    for k, v in save_dict.items():
-        tp, _, name = k.partition(':')
-        if tp == 'arg' and name:
-            arg_params[name] = v
-        elif tp == 'aux' and name:
-            aux_params[name] = v
-        else:
-            raise FFError('Invalid param file %s: key %r has no arg:/aux: prefix' % (fname, k))
-    return arg_params, aux_params

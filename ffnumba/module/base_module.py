@@ -10,41 +10,20 @@ written once here and shared by :class:`Module`, :class:`BucketingModule`,
 import logging
 import time
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
 from ..base import FFError, ParamError
-from ._checks import _EXHAUSTED, _check_iter, _split_params  # noqa: F401
+from ._checks import _EXHAUSTED, _check_iter
 
 __all__ = ['BaseModule', 'BatchEndParam']
 
-try:  # one definition shared with ff.callback
-    from ..callback import BatchEndParam
-except ImportError:  # pragma: no cover - callback module missing
-    #: What batch-end callbacks receive: ``epoch``, ``nbatch`` (from 0),
-    #: ``eval_metric`` and the caller's ``locals``.
-    BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 'locals'])
+from ..callback import BatchEndParam
+from .. import checkpoint as _ckpt
 
 
 def _as_list(obj):
     return obj if isinstance(obj, (list, tuple)) else [obj]
-
-
-def _atomic_write(fname, payload):
-    """Write ``payload`` (bytes) to ``fname`` atomically (:func:`ff.nd.atomic_write`).
-
-    A crash never leaves a half-written file under the real name; an
-    unwritable path raises an FFError.
-    """
-    from ..ndarray.params_io import atomic_write
-    atomic_write(fname, [payload])
-
-
-def _save_nd(fname, data):
-    """``ff.nd.save`` (itself atomic)."""
-    from .. import ndarray as nd
-    nd.save(fname, data)
 
 
 def _create_metric(eval_metric):
@@ -479,11 +458,8 @@ class BaseModule:
 
     def save_params(self, fname):
         """Save the parameters to ``fname`` with ``arg:``/``aux:`` keys (atomic write)."""
-        from ..context import cpu
         arg_params, aux_params = self.get_params()
-        data = {'arg:%s' % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-        data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
-        _save_nd(fname, data)
+        _ckpt.save_params(fname, arg_params, aux_params)
 
     def load_params(self, fname):
         """Load parameters saved by :meth:`save_params`.
@@ -493,8 +469,7 @@ class BaseModule:
         FFError
             ``Invalid param file`` for a key without an ``arg:``/``aux:`` prefix.
         """
-        from .. import ndarray as nd
-        arg_params, aux_params = _split_params(nd.load(fname), fname)
+        arg_params, aux_params = _ckpt.load_params_file(fname)
         self.set_params(arg_params, aux_params)
 
     def get_states(self, merge_multi_context=True):
