@@ -17,10 +17,99 @@ from .context import cpu, check_device
 from .callback import BatchEndParam
 from .checkpoint import save_checkpoint, load_checkpoint, load_params
 from .kvstore import _create_kvstore
+from .module import Module
 from .module.executor_group import _split_input_slice
 
 __all__ = ['FeedForward', 'save_checkpoint', 'load_checkpoint', 'load_params',
            'BatchEndParam', '_create_kvstore', '_split_input_slice']
+
+
+class _FeedForwardModule(Module):
+    """The Module a :class:`FeedForward` trains through: MXNet 1.x FeedForward's conventions.
+
+    It changes steps of the one loop in :meth:`BaseModule.fit` through its
+    fit hooks, nothing else:
+
+    * ``Start training with [ctx]`` is logged once the optimizer is ready;
+    * an epoch is the iterator once or, with ``epoch_size``, that many
+      batches (the iterator is reset whenever it runs out, see
+      :func:`_epoch_batches`); without ``epoch_size`` the iterator is reset
+      (``Epoch[e] Resetting Data Iterator``) before the ``Time cost`` line and
+      not again at the end of the epoch;
+    * no ``Train-`` line, and the validation line comes only from
+      ``eval_end_callback`` (FeedForward's default is
+      :class:`~ffnumba.callback.LogValidationMetricsCallback`).
+
+    Batch callbacks counting ``nbatch`` from 1 are FeedForward's own wrapping
+    (:func:`_count_from_one`).
+    """
+
+    _fit_owner = 'FeedForward'   # named in fit's errors
+
+    def __init__(self, symbol, epoch_size=None, **kwargs):
+        super().__init__(symbol, **kwargs)
+        self._epoch_size = epoch_size
+
+    def init_optimizer(self, *args, **kwargs):
+        super().init_optimizer(*args, **kwargs)
+        self.logger.info('Start training with %s', str(self._context))
+
+    def _fit_batches(self, train_data, epoch):
+        return _epoch_batches(train_data, epoch, self._epoch_size, self.logger)
+
+    def _fit_log_metrics(self, epoch, kind, name_vals):
+        pass
+
+    def _fit_batches_done(self, epoch, train_data):
+        if self._epoch_size is None:
+            self.logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+            train_data.reset()
+
+    def _fit_epoch_end(self, epoch, train_data):
+        pass
+
+
+def _count_from_one(callbacks):
+    """Batch-end callbacks that see ``nbatch`` counted from 1 (MXNet 1.x FeedForward)."""
+    if callbacks is None:
+        return None
+    callbacks = callbacks if isinstance(callbacks, (list, tuple)) else [callbacks]
+
+    def shifted(param):
+        param = param._replace(nbatch=param.nbatch + 1)
+        for cb in callbacks:
+            cb(param)
+    return shifted
+
+
+def _epoch_batches(train_data, epoch, epoch_size, logger):
+    """The batches of one epoch: the iterator once, or ``epoch_size`` batches.
+
+    With ``epoch_size`` the iterator is reset (``Epoch[e] Resetting Data
+    Iterator``) whenever it runs out before the epoch is complete, and is left
+    where it stopped otherwise (FeedForward's rule).
+    """
+    if epoch_size is None:
+        yield from train_data
+        return
+    n = 0
+    reset_once = False
+    while True:
+        exhausted = True
+        for batch in train_data:
+            yield batch
+            n += 1
+            if n >= epoch_size:
+                exhausted = False
+                break
+        if exhausted:
+            if n == 0 and reset_once:  # a reset brought no batch: empty for good
+                return
+            logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+            train_data.reset()
+            reset_once = True
+        if n >= epoch_size:
+            return
 
 
 def _is_array(x):
@@ -188,8 +277,8 @@ class FeedForward:
         self.arg_params, self.aux_params = arg_params, aux_params
         return arg_names, param_names, aux_names
 
-    def _module(self, data_descs, label_descs, ctx, work_load_list=None, logger=None):
-        from .module import Module
+    def _module(self, data_descs, label_descs, ctx, work_load_list=None, logger=None,
+                cls=Module, **kwargs):
         data_names = [d[0] for d in data_descs]
         args = self.symbol.list_arguments()
         if label_descs:
@@ -197,8 +286,8 @@ class FeedForward:
         else:
             known = set(self.arg_params or {})
             label_names = [a for a in args if a not in known and a not in data_names]
-        return Module(self.symbol, data_names=data_names, label_names=label_names,
-                      context=ctx, work_load_list=work_load_list, logger=logger or logging)
+        return cls(self.symbol, data_names=data_names, label_names=label_names,
+                   context=ctx, work_load_list=work_load_list, logger=logger or logging, **kwargs)
 
     # -------------------------------------------------------------- fit
     def fit(self, X, y=None, eval_data=None, eval_metric='acc', epoch_end_callback=None,
@@ -251,22 +340,17 @@ class FeedForward:
         if eval_end_callback is None:
             from .callback import LogValidationMetricsCallback
             eval_end_callback = LogValidationMetricsCallback()
-        logger = logger or logging
         mod = self._module(data.provide_data, data.provide_label, self.ctx, work_load_list,
-                           logger)
-        mod.bind(data.provide_data, data.provide_label, for_training=True)
-        if monitor is not None:
-            mod.install_monitor(monitor)
-        mod.init_params(arg_params=self.arg_params, aux_params=self.aux_params,
-                        allow_missing=False)
-        mod.init_optimizer(kvstore=kvstore, optimizer=self.optimizer,
-                           optimizer_params=self.kwargs)
+                           logger, cls=_FeedForwardModule, epoch_size=self.epoch_size)
         self._train_mod = mod
-        logger.info('Start training with %s', str(self.ctx))
-        mod._fit_epochs(data, eval_iter, eval_metric, eval_metric, epoch_end_callback,
-                        batch_end_callback, eval_end_callback, eval_batch_end_callback,
-                        self.begin_epoch, self.num_epoch, monitor, epoch_size=self.epoch_size,
-                        legacy=True)
+        mod.fit(data, eval_data=eval_iter, eval_metric=eval_metric,
+                epoch_end_callback=epoch_end_callback,
+                batch_end_callback=_count_from_one(batch_end_callback), kvstore=kvstore,
+                optimizer=self.optimizer, optimizer_params=self.kwargs,
+                eval_end_callback=eval_end_callback,
+                eval_batch_end_callback=eval_batch_end_callback, arg_params=self.arg_params,
+                aux_params=self.aux_params, begin_epoch=self.begin_epoch,
+                num_epoch=self.num_epoch, monitor=monitor)
         self.arg_params, self.aux_params = mod.get_params()
         return self
 

@@ -265,35 +265,19 @@ class BaseModule:
                             optimizer_params=optimizer_params)
         if validation_metric is None:
             validation_metric = eval_metric
-        self._fit_epochs(train_data, eval_data, _create_metric(eval_metric), validation_metric,
-                         epoch_end_callback, batch_end_callback, eval_end_callback,
-                         eval_batch_end_callback, begin_epoch, num_epoch, monitor,
-                         sparse_row_id_fn)
-
-    def _fit_epochs(self, train_data, eval_data, eval_metric, validation_metric,
-                    epoch_end_callback, batch_end_callback, eval_end_callback,
-                    eval_batch_end_callback, begin_epoch, num_epoch, monitor=None,
-                    sparse_row_id_fn=None, epoch_size=None, legacy=False):
-        """The training loop shared by ``fit`` and :class:`~ffnumba.model.FeedForward`.
-
-        ``legacy=True`` gives FeedForward's conventions: batch callbacks see
-        ``nbatch`` from 1, no ``Train-`` log line, the validation line comes
-        from ``eval_end_callback`` only, and ``epoch_size`` batches make an
-        epoch (resetting the iterator as often as needed).
-        """
+        eval_metric = _create_metric(eval_metric)
         batch_cbs = _as_list(batch_end_callback) if batch_end_callback is not None else ()
-        offset = 1 if legacy else 0
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             self._fit_epoch_begin(epoch, train_data)
             eval_metric.reset()
             nbatch = 0
-            data_iter = iter(_epoch_batches(train_data, epoch, epoch_size, self.logger))
+            data_iter = iter(self._fit_batches(train_data, epoch))
             end_of_batch = False
             next_batch = next(data_iter, None)
             if next_batch is None:
-                raise FFError(_EXHAUSTED % (type(self).__name__, epoch,
-                                            type(train_data).__name__))
+                raise FFError(_EXHAUSTED % (getattr(self, '_fit_owner', type(self).__name__),
+                                            epoch, type(train_data).__name__))
             name_vals = []
             while not end_of_batch:
                 data_batch = next_batch
@@ -313,19 +297,16 @@ class BaseModule:
                     end_of_batch = True
                 if monitor is not None:
                     monitor.toc_print()
-                if end_of_batch and not legacy:
+                if end_of_batch:   # before the callbacks, which may reset the metric
                     name_vals = _global_name_value(eval_metric)
                 if batch_cbs:
-                    params = BatchEndParam(epoch=epoch, nbatch=nbatch + offset,
-                                           eval_metric=eval_metric, locals=locals())
+                    params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
+                                           locals=locals())
                     for cb in batch_cbs:
                         cb(params)
                 nbatch += 1
-            for name, val in name_vals:
-                self.logger.info('Epoch[%d] Train-%s=%f', epoch, name, val)
-            if legacy and epoch_size is None:   # FeedForward resets before the time line
-                self.logger.info('Epoch[%d] Resetting Data Iterator', epoch)
-                train_data.reset()
+            self._fit_log_metrics(epoch, 'Train', name_vals)
+            self._fit_batches_done(epoch, train_data)
             self.logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
             arg_params_, aux_params_ = self.get_params()
             self.set_params(arg_params_, aux_params_)
@@ -336,14 +317,31 @@ class BaseModule:
                 res = self.score(eval_data, validation_metric,
                                  score_end_callback=eval_end_callback,
                                  batch_end_callback=eval_batch_end_callback, epoch=epoch)
-                if not legacy:
-                    for name, val in res:
-                        self.logger.info('Epoch[%d] Validation-%s=%f', epoch, name, val)
-            if epoch_size is None and not legacy:
-                train_data.reset()
+                self._fit_log_metrics(epoch, 'Validation', res)
+            self._fit_epoch_end(epoch, train_data)
 
+    # ------------------------------------------------------ fit hooks
+    # Each hook is one step of the loop in :meth:`fit` that a subclass may
+    # change (SVRGModule computes its full gradient at epoch begin;
+    # FeedForward's module keeps MXNet 1.x's FeedForward conventions).
     def _fit_epoch_begin(self, epoch, train_data):
-        """Hook run at the start of each fit epoch (SVRGModule's full gradient)."""
+        """Run at the start of each fit epoch, before the metric is reset. Default: nothing."""
+
+    def _fit_batches(self, train_data, epoch):
+        """The iterable of one epoch's batches. Default: ``train_data`` itself, once."""
+        return train_data
+
+    def _fit_log_metrics(self, epoch, kind, name_vals):
+        """Log ``Epoch[e] {kind}-{name}={value}`` for ``kind`` 'Train' and 'Validation'."""
+        for name, val in name_vals:
+            self.logger.info('Epoch[%d] %s-%s=%f', epoch, kind, name, val)
+
+    def _fit_batches_done(self, epoch, train_data):
+        """Run after an epoch's last batch, before the ``Time cost`` line. Default: nothing."""
+
+    def _fit_epoch_end(self, epoch, train_data):
+        """Run last in each epoch (after validation). Default: ``train_data.reset()``."""
+        train_data.reset()
 
     # ------------------------------------------------------ properties
     @property
@@ -641,33 +639,3 @@ class BaseModule:
         pre_sliced : bool, default False
         """
         raise NotImplementedError()
-
-
-def _epoch_batches(train_data, epoch, epoch_size, logger):
-    """The batches of one epoch: the iterator once, or ``epoch_size`` batches.
-
-    With ``epoch_size`` the iterator is reset (``Epoch[e] Resetting Data
-    Iterator``) whenever it runs out before the epoch is complete, and is left
-    where it stopped otherwise (FeedForward's rule).
-    """
-    if epoch_size is None:
-        yield from train_data
-        return
-    n = 0
-    reset_once = False
-    while True:
-        exhausted = True
-        for batch in train_data:
-            yield batch
-            n += 1
-            if n >= epoch_size:
-                exhausted = False
-                break
-        if exhausted:
-            if n == 0 and reset_once:  # a reset brought no batch: empty for good
-                return
-            logger.info('Epoch[%d] Resetting Data Iterator', epoch)
-            train_data.reset()
-            reset_once = True
-        if n >= epoch_size:
-            return

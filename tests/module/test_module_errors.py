@@ -48,7 +48,7 @@ def test_feedforward_on_exhausted_iterator_says_reset():
     for _ in it:
         pass
     model = FeedForward(mlp(), num_epoch=1, numpy_batch_size=4)
-    with pytest.raises(FFError, match=r'exhausted.*reset\(\)'):
+    with pytest.raises(FFError, match=r'^FeedForward\.fit: .*exhausted.*reset\(\)'):
         model.fit(it)
 
 
