@@ -27,7 +27,7 @@ from .ndarray import params_io
 
 __all__ = ['save_checkpoint', 'load_checkpoint', 'load_params', 'save_params',
            'load_params_file', 'split_params', 'save_symbol', 'save_states', 'read_states',
-           'atomic_write_bytes']
+           'load_states', 'atomic_write_bytes']
 
 
 def atomic_write_bytes(fname, payload):
@@ -150,3 +150,31 @@ def read_states(fname, what='load_optimizer_states'):
             return f.read()
     except OSError as e:
         raise FFError('%s: cannot read %s: %s' % (what, fname, e.strerror or e)) from None
+
+
+def load_states(updater, fname, what='load_optimizer_states'):
+    """Read an optimizer-state file into ``updater`` (``Updater.set_states``).
+
+    The one load path of ``.states`` files (``Module.load_optimizer_states``
+    and ``KVStore.load_optimizer_states`` both call it).
+
+    Raises
+    ------
+    FFError
+        Naming ``fname``: when it cannot be read, is truncated or corrupted,
+        is a pickle (MXNet's format, refused), or was written for another
+        optimizer (then a ParamError).
+    """
+    payload = read_states(fname, what)
+    try:
+        updater.set_states(payload)
+    except FFError as e:
+        msg = str(e)
+        if fname in msg:
+            raise
+        msg = '%s: %s: %s' % (what, fname, msg)
+        try:
+            err = type(e)(msg)
+        except TypeError:
+            err = FFError(msg)
+        raise err from None

@@ -128,11 +128,12 @@ class KVStoreBase:
         Raises
         ------
         FFError
-            If no optimizer was set, or naming ``fname`` when it cannot be read.
+            If no optimizer was set, or naming ``fname`` when it cannot be read
+            or holds no valid state.
         """
-        from ..checkpoint import read_states
+        from ..checkpoint import load_states
         upd = self._require_updater('load_optimizer_states')
-        upd.set_states(read_states(fname, 'KVStore.load_optimizer_states'))
+        load_states(upd, fname, 'KVStore.load_optimizer_states')
 
     def set_gradient_compression(self, compression_params):
         """Gradient compression: not supported by the ``local`` store (MXNet's rule)."""

@@ -440,7 +440,7 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
         else:
-            self._updater.set_states(_ckpt.read_states(fname))
+            _ckpt.load_states(self._updater, fname)
 
     # ---------------------------------------------------------- compute
     def _maybe_reshape(self, data_batch):

@@ -192,7 +192,7 @@ def test_checkpoint_file_errors(tmp_path):
     with pytest.raises(FFError, match='cannot read'):
         mod.load_optimizer_states(str(tmp_path / 'missing.states'))
     (tmp_path / 'bad.states').write_bytes(b'garbage')
-    with pytest.raises(FFError, match='too short'):
+    with pytest.raises(FFError, match='bad.states.*too short'):
         mod.load_optimizer_states(str(tmp_path / 'bad.states'))
     with pytest.raises(FFError, match='does not exist'):
         Module.load(str(tmp_path / 'nope'), 1)
