@@ -8,13 +8,11 @@ arithmetic overloads build new nodes (:func:`make_op_symbol`);
 :func:`~ffnumba.symbol.compose.Variable` makes an input.
 """
 import numbers
-import warnings
 
 import numpy as np
 
 from ..attribute import AttrScope, HIDDEN_KEYS, normalize_key
 from ..base import FFError, ParamError, _Null
-from ..dtype import np_dtype
 from ..name import NameManager
 from ..ops.registry import get_op
 from .graph import Node, GraphView, topo_order
@@ -320,28 +318,6 @@ class Symbol:
         return True
 
     # ------------------------------------------------------------ inference
-    def _known(self, what, args, kwargs):
-        view = self._view()
-        names = view.arg_names()
-        inputs = names + view.aux_names()
-        known = {}
-        if args and kwargs:
-            raise FFError('%s: give known values either by position or by keyword, not both'
-                          % what)
-        if len(args) > len(names):
-            raise FFError('%s: %d positional values for %d arguments %s'
-                          % (what, len(args), len(names), names))
-        for n, v in zip(names, args):
-            if v is not None:
-                known[n] = v
-        for k, v in kwargs.items():
-            if k not in inputs:
-                raise FFError('%s: keyword argument name %s not found.\nCandidate arguments:\n%s'
-                              % (what, k, '\n'.join('\t[%d]%s' % x for x in enumerate(inputs))))
-            if v is not None:
-                known[k] = v
-        return view, known
-
     def infer_shape(self, *args, **kwargs):
         """Infer argument, output and auxiliary shapes from the given ones.
 
@@ -363,28 +339,11 @@ class Symbol:
         ShapeError
             ``Error in operator <node>: Shape inconsistent ...`` on a conflict.
         """
-        return self._infer_shape_impl(False, args, kwargs)
+        return _infer.symbol_shapes(self._view(), args, kwargs, partial=False)
 
     def infer_shape_partial(self, *args, **kwargs):
         """Like :meth:`infer_shape`, with ``()`` for unknown shapes and no warning."""
-        return self._infer_shape_impl(True, args, kwargs)
-
-    def _infer_shape_impl(self, partial, args, kwargs):
-        view, known = self._known('infer_shape', args, kwargs)
-        shapes = _infer.infer_shapes(view, known)
-        arg_s = [shapes[view.entry_ptr[i]] for i in view.arg_nodes]
-        aux_s = [shapes[view.entry_ptr[i]] for i in view.aux_nodes]
-        out_s = [shapes[e] for e in view.heads]
-        if partial:
-            fix = lambda l: [s if s is not None else () for s in l]
-            return fix(arg_s), fix(out_s), fix(aux_s)
-        if any(s is None for s in arg_s + aux_s + out_s):
-            unknown = ['%s: ()' % n for n, s in zip(view.arg_names(), arg_s) if s is None]
-            warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
-                          'unknown dimensions). Consider providing them as input:\n\t'
-                          + '\n\t'.join(unknown[:10]), stacklevel=3)
-            return None, None, None
-        return arg_s, out_s, aux_s
+        return _infer.symbol_shapes(self._view(), args, kwargs, partial=True)
 
     def infer_type(self, *args, **kwargs):
         """Infer argument, output and auxiliary dtypes (numpy type classes).
@@ -396,26 +355,11 @@ class Symbol:
         DTypeError
             On inconsistent types, naming the operator.
         """
-        return self._infer_type_impl(False, args, kwargs)
+        return _infer.symbol_types(self._view(), args, kwargs, partial=False)
 
     def infer_type_partial(self, *args, **kwargs):
         """Like :meth:`infer_type`, with ``None`` for unknown types and no warning."""
-        return self._infer_type_impl(True, args, kwargs)
-
-    def _infer_type_impl(self, partial, args, kwargs):
-        view, known = self._known('infer_type', args, kwargs)
-        known = {k: np_dtype(v, 'infer_type: %s' % k) for k, v in known.items()}
-        types = _infer.infer_types(view, known)
-        conv = lambda l: [None if t is None else np.dtype(t).type for t in l]
-        arg_t = conv(types[view.entry_ptr[i]] for i in view.arg_nodes)
-        aux_t = conv(types[view.entry_ptr[i]] for i in view.aux_nodes)
-        out_t = conv(types[e] for e in view.heads)
-        if not partial and any(t is None for t in arg_t + aux_t + out_t):
-            unknown = ['%s: None' % n for n, t in zip(view.arg_names(), arg_t) if t is None]
-            warnings.warn('Cannot decide type for the following arguments. Consider providing '
-                          'them as input:\n\t' + '\n\t'.join(unknown[:10]), stacklevel=2)
-            return None, None, None
-        return arg_t, out_t, aux_t
+        return _infer.symbol_types(self._view(), args, kwargs, partial=True)
 
     # ------------------------------------------------------------ serialisation
     def tojson(self, remove_amp_cast=True):
