@@ -5,8 +5,8 @@
 and auxiliary arrays; :func:`ffnumba.executor.simple_bind` hands them, with
 the inferred shapes, to :class:`~ffnumba.executor.Executor`.
 :func:`norm_grad_req` is the one place ``grad_req`` (str, list or dict) is
-normalised; :func:`plan_inference_memory` shares buffers of a gradient-free
-executor. This module sits below ``executor.py`` and never imports it.
+normalised; :func:`plan_gradients` decides which nodes run backward and what
+they read, and :func:`plan_memory` shares the buffers of everything else. This module sits below ``executor.py`` and never imports it.
 """
 import numpy as np
 
@@ -162,13 +162,83 @@ def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=Non
     return args, grads, reqs, aux, (shapes, types)
 
 
-def plan_inference_memory(view, shapes, types, ctx, nd_of):
-    """Allocate operator outputs for a gradient-free executor, reusing buffers.
+def plan_gradients(view, var_reqs):
+    """Which nodes run backward and which forward values their backward reads.
+
+    Gradients flow from the heads down through every operator that passes
+    them (``OpDef.passes_gradient``; ``BlockGrad`` does not) to the
+    arguments with a ``grad_req`` other than ``'null'``. A node runs its
+    backward when one of its inputs depends on such an argument and gradient
+    reaches one of its outputs (a loss op makes its own).
+
+    Parameters
+    ----------
+    view : GraphView
+    var_reqs : dict of int to str
+        Entry of each argument whose ``grad_req`` is not ``'null'``, to the request.
+
+    Returns
+    -------
+    need : list of bool
+        Per entry: a gradient is computed for it.
+    node_bwd : list of bool
+        Per node: its backward runs.
+    keep : set of int
+        Entries some running backward reads (``OpDef.backward_reads``): their
+        forward buffers must survive until backward; the others may be shared.
+    unreached : list of int
+        Argument entries with a request that no gradient reaches (all their
+        paths go through ``BlockGrad``): zero for ``'write'``.
+    """
+    ptr = view.entry_ptr
+    depends = [False] * view.num_entries
+    for e in var_reqs:
+        depends[e] = True
+    touched = [False] * len(view.nodes)
+    for nid, node in enumerate(view.nodes):
+        if node.op is not None and any(depends[e]
+                                       for e in view.in_entries[nid][:node.num_args]):
+            touched[nid] = True
+            for e in range(ptr[nid], ptr[nid + 1]):
+                depends[e] = True
+    flows = [False] * view.num_entries
+    for e in view.heads:
+        flows[e] = True
+    node_bwd = [False] * len(view.nodes)
+    for nid in reversed(range(len(view.nodes))):
+        node = view.nodes[nid]
+        if not touched[nid] or not node.op.passes_gradient:
+            continue
+        if not (node.op.is_loss or any(flows[e] for e in range(ptr[nid], ptr[nid + 1]))):
+            continue
+        node_bwd[nid] = True
+        for e in view.in_entries[nid][:node.num_args]:
+            if depends[e]:
+                flows[e] = True
+    need = [depends[e] and flows[e] and (e in var_reqs or node_bwd[view.entry_node[e]])
+            for e in range(view.num_entries)]
+    keep = set()
+    for nid, node in enumerate(view.nodes):
+        if node_bwd[nid]:
+            reads = node.op.backward_reads
+            reads = reads(node.params) if callable(reads) else reads
+            if 'inputs' in reads:
+                keep.update(view.in_entries[nid])
+            if 'outputs' in reads:
+                keep.update(range(ptr[nid], ptr[nid + 1]))
+    unreached = [e for e in var_reqs if not flows[e]]
+    return need, node_bwd, keep, unreached
+
+
+def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
+    """Allocate operator outputs, sharing the buffers of values nothing needs any more.
 
     An intermediate entry's buffer returns to a pool (keyed by shape and
-    dtype) after its last consumer has run; a later entry of the same shape
-    and dtype takes it. Heads are never shared. A node's outputs are taken
-    before its inputs are released, so no kernel sees aliased arrays.
+    dtype) after its last consumer's forward has run; a later entry of the
+    same shape and dtype takes it. Heads and the entries in ``keep`` (read
+    by a backward, see :func:`plan_gradients`) are never returned. A node's
+    outputs are taken before its inputs are released, so no kernel sees
+    aliased arrays. An executor without gradients passes no ``keep``.
     """
     last = {}
     for nid, node in enumerate(view.nodes):
@@ -180,7 +250,7 @@ def plan_inference_memory(view, shapes, types, ctx, nd_of):
         if node.op is None:
             continue
         for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-            if e not in heads:
+            if e not in heads and e not in keep:
                 release.setdefault(last.get(e, nid), []).append(e)
     pool = {}
     for nid, node in enumerate(view.nodes):

@@ -1,9 +1,9 @@
 """Executor: a symbol bound to arrays on one context (MXNet ``mx.executor``).
 
-Binding numbers the graph, infers every shape and dtype, allocates one array
-per operator output and, where gradients are needed, one gradient buffer per
-output entry, and precomputes for each node the exact lists of arrays its
-kernels receive. ``forward`` is then a tight loop of
+Binding numbers the graph, infers every shape and dtype, plans memory (values
+a running backward reads keep their buffer, the rest share; see
+``_executor_bind.plan_gradients``), gives each entry that needs one a gradient
+buffer, and precomputes for each node the lists of arrays its kernels receive. ``forward`` is then a tight loop of
 ``fwd(ctx, params, inputs, outputs, aux)`` calls and ``backward`` a loop over
 the nodes in reverse order.
 
@@ -22,7 +22,7 @@ executor its own random generator from ``ff.random.spawn()``).
 """
 import numpy as np
 
-from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_inference_memory,
+from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
                              _copy_into, _host_values, _is_gpu, _view_of, _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
@@ -167,39 +167,27 @@ class Executor:
             nd_of[view.entry_ptr[nid]] = a
         for nid, a in zip(view.aux_nodes, self.aux_arrays):
             nd_of[view.entry_ptr[nid]] = a
-        if any(r != 'null' for r in self._grad_req.values()):
-            for nid, node in enumerate(view.nodes):
-                if node.op is None:
-                    continue
-                for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                    nd_of[e] = _zeros(shapes[e], types[e], ctx)
-        else:
-            plan_inference_memory(view, shapes, types, ctx, nd_of)
-        self._nd_of = nd_of
-        data = [a._data for a in nd_of]
-        self.outputs = [nd_of[e] for e in view.heads]
-        rng = _random.spawn()
-        self._rng = rng
-        # gradient needs per entry
-        need = [False] * view.num_entries
         gbuf = [None] * view.num_entries
         self._var_req = {}
         for nid, name, g in zip(view.arg_nodes, self._arg_names, self.grad_arrays):
             e = view.entry_ptr[nid]
             if self._grad_req[name] != 'null':
-                need[e] = True
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
-        node_bwd = [False] * len(view.nodes)
-        for nid, node in enumerate(view.nodes):
-            if node.op is None:
-                continue
-            ents = view.in_entries[nid][:node.num_args]
-            if any(need[e] for e in ents):
-                node_bwd[nid] = True
+        need, node_bwd, keep, unreached = plan_gradients(view, self._var_req)
+        plan_memory(view, shapes, types, ctx, nd_of, keep)
+        self._keep = keep
+        self._nd_of = nd_of
+        data = [a._data for a in nd_of]
+        self.outputs = [nd_of[e] for e in view.heads]
+        rng = _random.spawn()
+        self._rng = rng
+        for nid in range(len(view.nodes)):
+            if node_bwd[nid]:
                 for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                    need[e] = True
                     gbuf[e] = _zeros(shapes[e], types[e], ctx)._data
+        # arguments behind BlockGrad only: their 'write' gradient is zero
+        self._zero_grads = [gbuf[e] for e in unreached if self._var_req[e] == 'write']
         self._need, self._gbuf = need, gbuf
         count = [0] * view.num_entries
 
@@ -342,6 +330,11 @@ class Executor:
             raise FFError('backward: call forward(is_train=True) first; the outputs it '
                           'differentiates have not been computed yet')
         ograds = self._norm_out_grads(out_grads)
+        for g in self._zero_grads:
+            if _is_gpu(self._ctx):
+                g.copy_to_device(np.zeros(g.shape, g.dtype))
+            else:
+                g[...] = 0
         for k, e, req in self._head_plan:
             g = ograds[k]
             if g is None:
@@ -512,14 +505,42 @@ class Executor:
         return Executor(self._symbol, ctx, new_args, grads, self._grad_req, new_aux)
 
     def debug_str(self):
-        """The symbol's listing plus the memory this executor allocated."""
-        total, seen = 0, set()
+        """The symbol's listing, the memory plan, and the memory it takes (MXNet's last lines).
+
+        The plan lists each operator node: whether its backward runs, and for
+        each output whether it is a head, kept for a backward that reads it,
+        or in a buffer shared with values computed before or after it. ``Total N MB allocated``
+        counts the buffers this executor made (operator outputs and gradient
+        buffers), not the argument, gradient and auxiliary arrays it was
+        bound to, as MXNet counts its memory plan.
+        """
+        view = self._view
+        bound = {id(a._data) for a in self.arg_arrays + self.aux_arrays}
+        bound |= {id(g._data) for g in self.grad_arrays if g is not None}
+        owners = {}
+        for e, a in enumerate(self._nd_of):
+            owners.setdefault(id(a._data), []).append(e)
+        bwd = {r.nid for r in self._bwd_plan}
+        lines = ['Memory plan:']
+        for nid, node in enumerate(view.nodes):
+            if node.op is None:
+                continue
+            outs = []
+            for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+                shared = len(owners[id(self._nd_of[e]._data)]) > 1
+                how = 'head' if e in view.heads else 'kept' if e in self._keep else \
+                    'shared' if shared else 'own'
+                outs.append('%s %s' % (view.entry_names()[e], how))
+            lines.append('\t%s (%s): backward %s; %s' % (node.name, node.op.name,
+                                                        'runs' if nid in bwd else 'skipped',
+                                                        ', '.join(outs)))
+        total, seen = 0, set(bound)
         for a in [x._data for x in self._nd_of] + [g for g in self._gbuf if g is not None]:
             if id(a) not in seen:
                 seen.add(id(a))
                 total += a.size * np.dtype(a.dtype).itemsize
-        return (self._symbol.debug_str()
-                + 'Total %d MB allocated\nTotal 0 TempSpace resource requested\n'
+        return (self._symbol.debug_str() + '\n'.join(lines)
+                + '\nTotal %d MB allocated\nTotal 0 TempSpace resource requested\n'
                 % (total // (1 << 20)))
 
     def __repr__(self):

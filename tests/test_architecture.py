@@ -35,7 +35,8 @@ LAYERS = [
     ('module', ['ffnumba.module', 'ffnumba.module.*']),
     ('model', ['ffnumba.model']),
     ('front ends', ['ffnumba.layers', 'ffnumba.layers.*', 'ffnumba.viz', 'ffnumba.testing',
-                    'ffnumba.testing.*']),
+                    'ffnumba.testing.*', 'ffnumba.test_utils', 'ffnumba.rnn', 'ffnumba.rnn.*',
+                    'ffnumba.contrib', 'ffnumba.contrib.*']),
     ('package', ['ffnumba']),
 ]
 
