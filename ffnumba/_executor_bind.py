@@ -290,3 +290,47 @@ def _copy_into(src, dst, name):
         dst._set(host.astype(dst._data.dtype))
     else:
         dst._data[...] = host
+
+
+def _arrays(value, names, what, allow_missing):
+    """The arrays bound for ``names`` from a list or dict (None where missing and allowed)."""
+    if value is None:
+        return [None] * len(names)
+    if isinstance(value, dict):
+        out = []
+        for n in names:
+            if n in value:
+                out.append(value[n])
+            elif allow_missing:
+                out.append(None)
+            else:
+                raise ParamError('key `%s` is missing in `%s`' % (n, what))
+    elif isinstance(value, (list, tuple)):
+        if len(value) != len(names):
+            raise ParamError('Length of %s does not match the number of %s'
+                             % (what, 'auxiliary states' if what == 'aux_states'
+                                else 'arguments'))
+        out = list(value)
+    else:
+        raise ArgumentError('Only accept list of NDArrays or dict of str to NDArray for %s'
+                            % what)
+    for n, a in zip(names, out):
+        if a is not None and not isinstance(a, NDArray):
+            raise ArgumentError('%s[%r] must be an NDArray, got %s'
+                                % (what, n, type(a).__name__))
+    return out
+
+
+def _reraise(node, phase, err):
+    """Raise ``err`` again as an FFError naming the node (``Error in operator fc1: ...``)."""
+    msg = str(err)
+    if isinstance(err, FFError):
+        if msg.startswith('Error in operator'):
+            raise err
+        try:
+            new = type(err)('Error in operator %s: %s' % (node.name, msg))
+        except TypeError:
+            new = FFError('Error in operator %s: %s' % (node.name, msg))
+        raise new from err
+    raise FFError('Error in operator %s (%s %s): %s: %s'
+                  % (node.name, node.op.name, phase, type(err).__name__, msg)) from err

@@ -23,7 +23,8 @@ executor its own random generator from ``ff.random.spawn()``).
 import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             _copy_into, _host_values, _is_gpu, _view_of, _zeros)  # noqa: F401
+                             _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
+                             _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -36,34 +37,6 @@ __all__ = ['Executor', 'simple_bind', 'ArgumentError']
 _HEAD_MSG = ('Because the last operator is not Loss function, head_gradient is required when '
              'calling backward. If you are attempting to minimize the output as an objective, '
              'please modify your network and pass it through the make_loss symbol.')
-
-
-def _arrays(value, names, what, allow_missing):
-    if value is None:
-        return [None] * len(names)
-    if isinstance(value, dict):
-        out = []
-        for n in names:
-            if n in value:
-                out.append(value[n])
-            elif allow_missing:
-                out.append(None)
-            else:
-                raise ParamError('key `%s` is missing in `%s`' % (n, what))
-    elif isinstance(value, (list, tuple)):
-        if len(value) != len(names):
-            raise ParamError('Length of %s does not match the number of %s'
-                             % (what, 'auxiliary states' if what == 'aux_states'
-                                else 'arguments'))
-        out = list(value)
-    else:
-        raise ArgumentError('Only accept list of NDArrays or dict of str to NDArray for %s'
-                            % what)
-    for n, a in zip(names, out):
-        if a is not None and not isinstance(a, NDArray):
-            raise ArgumentError('%s[%r] must be an NDArray, got %s'
-                                % (what, n, type(a).__name__))
-    return out
 
 
 class _Rec:
@@ -545,21 +518,6 @@ class Executor:
 
     def __repr__(self):
         return '<Executor %s @%s>' % (self._symbol.name or 'group', self._ctx)
-
-
-def _reraise(node, phase, err):
-    """Raise ``err`` again as an FFError naming the node (``Error in operator fc1: ...``)."""
-    msg = str(err)
-    if isinstance(err, FFError):
-        if msg.startswith('Error in operator'):
-            raise err
-        try:
-            new = type(err)('Error in operator %s: %s' % (node.name, msg))
-        except TypeError:
-            new = FFError('Error in operator %s: %s' % (node.name, msg))
-        raise new from err
-    raise FFError('Error in operator %s (%s %s): %s: %s'
-                  % (node.name, node.op.name, phase, type(err).__name__, msg)) from err
 
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
