@@ -1,23 +1,29 @@
-"""Allocation for :func:`simple_bind` and the helpers executors share.
+"""Memory for executors: what :func:`~ffnumba.executor.simple_bind` allocates, and helpers.
 
-:func:`simple_bind` infers every shape and dtype of a symbol, allocates (or
-takes from ``shared_exec`` / ``shared_buffer``) the argument, gradient and
-auxiliary arrays, and hands them to :class:`~ffnumba.executor.Executor`,
-which precomputes and runs the graph. Re-exported as
-``ffnumba.executor.simple_bind``.
+:func:`allocate` infers every shape and dtype of a symbol once and allocates
+(or takes from ``shared_exec`` / ``shared_buffer``) the argument, gradient
+and auxiliary arrays; :func:`ffnumba.executor.simple_bind` hands them, with
+the inferred shapes, to :class:`~ffnumba.executor.Executor`.
+:func:`norm_grad_req` is the one place ``grad_req`` (str, list or dict) is
+normalised; :func:`plan_gradients` decides which nodes run backward and what
+they read, and :func:`plan_memory` shares the buffers of everything else. This module sits below ``executor.py`` and never imports it.
 """
 import numpy as np
 
-from .base import ParamError, ShapeError
+from .base import FFError, ParamError, ShapeError
 from .context import Context, check_device
 from .dtype import np_dtype
 from .ndarray import ndarray as _nd
 from .ndarray.ndarray import NDArray
 from .symbol import infer as _infer
 
-__all__ = ['simple_bind']
+__all__ = ['allocate', 'ArgumentError']
 
 _REQS = ('write', 'add', 'null')
+
+
+class ArgumentError(FFError, TypeError):
+    """An argument name that the executor does not have, or a value of the wrong type."""
 
 
 def _zeros(shape, dtype, ctx):
@@ -28,8 +34,18 @@ def _is_gpu(ctx):
     return ctx.device_type == 'gpu'
 
 
-def _norm_req(grad_req, names):
-    """``grad_req`` (str, list or dict) as a dict name -> 'write'/'add'/'null'."""
+def norm_grad_req(grad_req, names):
+    """``grad_req`` (str, list or dict) as a dict name -> 'write'/'add'/'null'.
+
+    The one normaliser of ``grad_req`` (executors, ``simple_bind`` and the
+    executor group all call it). ``'inplace'`` counts as ``'write'``; a dict
+    gives ``'null'`` to the names it lacks (MXNet).
+
+    Raises
+    ------
+    ParamError
+        For a list of the wrong length, another type, or an unknown request.
+    """
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in names}
     elif isinstance(grad_req, (list, tuple)):
@@ -59,32 +75,19 @@ def _view_of(arr, shape):
     return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
 
 
-def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
-                shared_exec=None, shared_buffer=None, **kwargs):
-    """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
+def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
+             shared_exec=None, shared_buffer=None, **kwargs):
+    """The arrays :func:`ffnumba.executor.simple_bind` binds, with the shapes it inferred.
 
-    Parameters
-    ----------
-    symbol : Symbol
-    ctx : Context
-    grad_req : str, list or dict, default 'write'
-    type_dict : dict of str to dtype, optional
-        Input dtypes; the rest is inferred, float32 where nothing says otherwise.
-    shared_arg_names : list of str, optional
-        Arguments (parameters) whose arrays and gradients are taken from
-        ``shared_exec`` when it has them with the same shape and dtype.
-    shared_exec : Executor, optional
-        The executor to share with (also its auxiliary states, by name).
-    shared_buffer : dict, optional
-        Arrays for the other arguments, by name (gradients under
-        ``'grad of ' + name``). An entry at least as large is reused as a
-        view; otherwise a new array is allocated and stored in the dict.
-    **kwargs : tuple
-        Input shapes by name (names that are not inputs are ignored, as in MXNet).
+    Parameters are those of :func:`~ffnumba.executor.simple_bind`.
 
     Returns
     -------
-    Executor
+    (args, grads, reqs, aux, (shapes, types))
+        Argument arrays, gradient arrays (None where ``grad_req`` is
+        ``'null'``), the normalised ``grad_req`` dict, auxiliary arrays, and
+        the per-entry shapes and dtypes of the graph (handed to the
+        Executor so it does not infer them again).
 
     Raises
     ------
@@ -112,7 +115,7 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
     if missing:
         known_t.update(missing)
         types = _infer.infer_types(view, known_t)
-    reqs = _norm_req(grad_req, arg_names)
+    reqs = norm_grad_req(grad_req, arg_names)
     shared_names = set(shared_arg_names or ())
     s_args = shared_exec.arg_dict if shared_exec is not None else {}
     s_grads = shared_exec.grad_dict if shared_exec is not None else {}
@@ -156,5 +159,178 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
         shape, dtype = shapes[e], types[e]
         a = s_aux.get(name)
         aux.append(a if fits(a, shape, dtype) else _zeros(shape, dtype, ctx))
-    from .executor import Executor
-    return Executor(symbol, ctx, args, grads, reqs, aux)
+    return args, grads, reqs, aux, (shapes, types)
+
+
+def plan_gradients(view, var_reqs):
+    """Which nodes run backward and which forward values their backward reads.
+
+    Gradients flow from the heads down through every operator that passes
+    them (``OpDef.passes_gradient``; ``BlockGrad`` does not) to the
+    arguments with a ``grad_req`` other than ``'null'``. A node runs its
+    backward when one of its inputs depends on such an argument and gradient
+    reaches one of its outputs (a loss op makes its own).
+
+    Parameters
+    ----------
+    view : GraphView
+    var_reqs : dict of int to str
+        Entry of each argument whose ``grad_req`` is not ``'null'``, to the request.
+
+    Returns
+    -------
+    need : list of bool
+        Per entry: a gradient is computed for it.
+    node_bwd : list of bool
+        Per node: its backward runs.
+    keep : set of int
+        Entries some running backward reads (``OpDef.backward_reads``): their
+        forward buffers must survive until backward; the others may be shared.
+    unreached : list of int
+        Argument entries with a request that no gradient reaches (all their
+        paths go through ``BlockGrad``): zero for ``'write'``.
+    """
+    ptr = view.entry_ptr
+    depends = [False] * view.num_entries
+    for e in var_reqs:
+        depends[e] = True
+    touched = [False] * len(view.nodes)
+    for nid, node in enumerate(view.nodes):
+        if node.op is not None and any(depends[e]
+                                       for e in view.in_entries[nid][:node.num_args]):
+            touched[nid] = True
+            for e in range(ptr[nid], ptr[nid + 1]):
+                depends[e] = True
+    flows = [False] * view.num_entries
+    for e in view.heads:
+        flows[e] = True
+    node_bwd = [False] * len(view.nodes)
+    for nid in reversed(range(len(view.nodes))):
+        node = view.nodes[nid]
+        if not touched[nid] or not node.op.passes_gradient:
+            continue
+        if not (node.op.is_loss or any(flows[e] for e in range(ptr[nid], ptr[nid + 1]))):
+            continue
+        node_bwd[nid] = True
+        for e in view.in_entries[nid][:node.num_args]:
+            if depends[e]:
+                flows[e] = True
+    need = [depends[e] and flows[e] and (e in var_reqs or node_bwd[view.entry_node[e]])
+            for e in range(view.num_entries)]
+    keep = set()
+    for nid, node in enumerate(view.nodes):
+        if node_bwd[nid]:
+            reads = node.op.backward_reads
+            reads = reads(node.params) if callable(reads) else reads
+            if 'inputs' in reads:
+                keep.update(view.in_entries[nid])
+            if 'outputs' in reads:
+                keep.update(range(ptr[nid], ptr[nid + 1]))
+    unreached = [e for e in var_reqs if not flows[e]]
+    return need, node_bwd, keep, unreached
+
+
+def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
+    """Allocate operator outputs, sharing the buffers of values nothing needs any more.
+
+    An intermediate entry's buffer returns to a pool (keyed by shape and
+    dtype) after its last consumer's forward has run; a later entry of the
+    same shape and dtype takes it. Heads and the entries in ``keep`` (read
+    by a backward, see :func:`plan_gradients`) are never returned. A node's
+    outputs are taken before its inputs are released, so no kernel sees
+    aliased arrays. An executor without gradients passes no ``keep``.
+    """
+    last = {}
+    for nid, node in enumerate(view.nodes):
+        for e in view.in_entries[nid]:
+            last[e] = nid
+    heads = set(view.heads)
+    release = {}
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            if e not in heads and e not in keep:
+                release.setdefault(last.get(e, nid), []).append(e)
+    pool = {}
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            key = (shapes[e], np.dtype(types[e]).str)
+            free = pool.get(key)
+            nd_of[e] = free.pop() if (free and e not in heads) else \
+                _zeros(shapes[e], types[e], ctx)
+        for e in release.get(nid, ()):
+            pool.setdefault((shapes[e], np.dtype(types[e]).str), []).append(nd_of[e])
+
+
+def _host_values(what, value):
+    """``value`` as a numeric numpy array, or an ArgumentError naming ``what``."""
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s (%s)'
+                            % (what, type(value).__name__, e)) from None
+    if host.dtype.kind not in 'biuf':
+        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s of dtype %s'
+                            % (what, type(value).__name__, host.dtype))
+    return host
+
+
+def _copy_into(src, dst, name):
+    if isinstance(src, NDArray):
+        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
+    else:
+        host = _host_values('copy_params_from: %s' % name, src)
+    if tuple(host.shape) != dst.shape:
+        raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
+                         % (name, tuple(host.shape), dst.shape))
+    if _is_gpu(dst.context):
+        dst._set(host.astype(dst._data.dtype))
+    else:
+        dst._data[...] = host
+
+
+def _arrays(value, names, what, allow_missing):
+    """The arrays bound for ``names`` from a list or dict (None where missing and allowed)."""
+    if value is None:
+        return [None] * len(names)
+    if isinstance(value, dict):
+        out = []
+        for n in names:
+            if n in value:
+                out.append(value[n])
+            elif allow_missing:
+                out.append(None)
+            else:
+                raise ParamError('key `%s` is missing in `%s`' % (n, what))
+    elif isinstance(value, (list, tuple)):
+        if len(value) != len(names):
+            raise ParamError('Length of %s does not match the number of %s'
+                             % (what, 'auxiliary states' if what == 'aux_states'
+                                else 'arguments'))
+        out = list(value)
+    else:
+        raise ArgumentError('Only accept list of NDArrays or dict of str to NDArray for %s'
+                            % what)
+    for n, a in zip(names, out):
+        if a is not None and not isinstance(a, NDArray):
+            raise ArgumentError('%s[%r] must be an NDArray, got %s'
+                                % (what, n, type(a).__name__))
+    return out
+
+
+def _reraise(node, phase, err):
+    """Raise ``err`` again as an FFError naming the node (``Error in operator fc1: ...``)."""
+    msg = str(err)
+    if isinstance(err, FFError):
+        if msg.startswith('Error in operator'):
+            raise err
+        try:
+            new = type(err)('Error in operator %s: %s' % (node.name, msg))
+        except TypeError:
+            new = FFError('Error in operator %s: %s' % (node.name, msg))
+        raise new from err
+    raise FFError('Error in operator %s (%s %s): %s: %s'
+                  % (node.name, node.op.name, phase, type(err).__name__, msg)) from err

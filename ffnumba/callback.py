@@ -53,7 +53,7 @@ def do_checkpoint(prefix, period=1):
     """Epoch-end callback that saves ``prefix-symbol.json`` and ``prefix-%04d.params``.
 
     Epoch ``i`` (0-based) is saved under number ``i + 1`` (epoch 0 writes
-    ``prefix-0001.params``), through :func:`ffnumba.model.save_checkpoint`.
+    ``prefix-0001.params``), through :func:`ffnumba.checkpoint.save_checkpoint`.
 
     Parameters
     ----------
@@ -67,7 +67,7 @@ def do_checkpoint(prefix, period=1):
 
     def _callback(iter_no, sym, arg, aux):
         if (iter_no + 1) % period == 0 and _writes_checkpoints():
-            from .model import save_checkpoint
+            from .checkpoint import save_checkpoint
             save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
     return _callback
 

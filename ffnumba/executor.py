@@ -1,9 +1,9 @@
 """Executor: a symbol bound to arrays on one context (MXNet ``mx.executor``).
 
-Binding numbers the graph, infers every shape and dtype, allocates one array
-per operator output and, where gradients are needed, one gradient buffer per
-output entry, and precomputes for each node the exact lists of arrays its
-kernels receive. ``forward`` is then a tight loop of
+Binding numbers the graph, infers every shape and dtype, plans memory (values
+a running backward reads keep their buffer, the rest share; see
+``_executor_bind.plan_gradients``), gives each entry that needs one a gradient
+buffer, and precomputes for each node the lists of arrays its kernels receive. ``forward`` is then a tight loop of
 ``fwd(ctx, params, inputs, outputs, aux)`` calls and ``backward`` a loop over
 the nodes in reverse order.
 
@@ -17,12 +17,14 @@ One executor may run in one thread while other executors run in others: it
 holds no global mutable state (each node has its own ``OpContext`` and the
 executor its own random generator from ``ff.random.spawn()``).
 
-:func:`simple_bind` (allocation from inferred shapes) lives in
-``ffnumba._executor_bind`` and is re-exported here.
+:func:`simple_bind` takes its arrays (and the shapes inferred for them) from
+:func:`ffnumba._executor_bind.allocate`, which sits below this module.
 """
 import numpy as np
 
-from ._executor_bind import _is_gpu, _norm_req, _view_of, _zeros, simple_bind
+from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
+                             _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
+                             _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -36,38 +38,6 @@ __all__ = ['Executor', 'simple_bind', 'ArgumentError']
 _HEAD_MSG = ('Because the last operator is not Loss function, head_gradient is required when '
              'calling backward. If you are attempting to minimize the output as an objective, '
              'please modify your network and pass it through the make_loss symbol.')
-
-
-class ArgumentError(FFError, TypeError):
-    """An argument name that the executor does not have, or a value of the wrong type."""
-
-
-def _arrays(value, names, what, allow_missing):
-    if value is None:
-        return [None] * len(names)
-    if isinstance(value, dict):
-        out = []
-        for n in names:
-            if n in value:
-                out.append(value[n])
-            elif allow_missing:
-                out.append(None)
-            else:
-                raise ParamError('key `%s` is missing in `%s`' % (n, what))
-    elif isinstance(value, (list, tuple)):
-        if len(value) != len(names):
-            raise ParamError('Length of %s does not match the number of %s'
-                             % (what, 'auxiliary states' if what == 'aux_states'
-                                else 'arguments'))
-        out = list(value)
-    else:
-        raise ArgumentError('Only accept list of NDArrays or dict of str to NDArray for %s'
-                            % what)
-    for n, a in zip(names, out):
-        if a is not None and not isinstance(a, NDArray):
-            raise ArgumentError('%s[%r] must be an NDArray, got %s'
-                                % (what, n, type(a).__name__))
-    return out
 
 
 class _Rec:
@@ -104,7 +74,7 @@ class Executor:
     """
 
     def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
-                 shared_exec=None):
+                 shared_exec=None, _inferred=None):
         ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
         check_device(ctx)
         self._symbol = symbol
@@ -123,7 +93,7 @@ class Executor:
                              'states: the symbol has %s' % aux_names)
         self.aux_arrays = _arrays(aux_states, aux_names, 'aux_states', False) \
             if aux_names else []
-        reqs = _norm_req(grad_req, arg_names)
+        reqs = norm_grad_req(grad_req, arg_names)
         self._grad_req = {n: (reqs[n] if g is not None else 'null')
                           for n, g in zip(arg_names, grads)}
         # MXNet keeps the caller's gradient arrays even where grad_req is 'null'
@@ -140,21 +110,28 @@ class Executor:
             if self._grad_req[n] != 'null' and g.shape != a.shape:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
-        self._setup()
+        self._setup(_inferred)
         self._monitor = None
         self._forward_ran = False
         self._warm = set()   # passes that have run once (compile_notice)
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
-    def _setup(self):
+    def _setup(self, inferred=None):
+        """Plan the graph. ``inferred``: per-entry ``(shapes, types)`` that
+        :func:`simple_bind` already computed for exactly these arrays (the one
+        shape pass before the first batch); None infers them from the arrays."""
         view, ctx = self._view, self._ctx
-        known_s = {n: a.shape for n, a in zip(self._arg_names, self.arg_arrays)}
-        known_s.update({n: a.shape for n, a in zip(self._aux_names, self.aux_arrays)})
-        known_t = {n: np.dtype(a.dtype) for n, a in zip(self._arg_names, self.arg_arrays)}
-        known_t.update({n: np.dtype(a.dtype) for n, a in zip(self._aux_names, self.aux_arrays)})
-        shapes = _infer.infer_shapes(view, known_s, use_hints=False)
-        types = _infer.infer_types(view, known_t, use_hints=False)
+        if inferred is not None:
+            shapes, types = inferred
+        else:
+            known_s = {n: a.shape for n, a in zip(self._arg_names, self.arg_arrays)}
+            known_s.update({n: a.shape for n, a in zip(self._aux_names, self.aux_arrays)})
+            known_t = {n: np.dtype(a.dtype) for n, a in zip(self._arg_names, self.arg_arrays)}
+            known_t.update({n: np.dtype(a.dtype)
+                            for n, a in zip(self._aux_names, self.aux_arrays)})
+            shapes = _infer.infer_shapes(view, known_s, use_hints=False)
+            types = _infer.infer_types(view, known_t, use_hints=False)
         missing = [view.entry_names()[e] for e in range(view.num_entries)
                    if shapes[e] is None or types[e] is None]
         if missing:
@@ -165,39 +142,27 @@ class Executor:
             nd_of[view.entry_ptr[nid]] = a
         for nid, a in zip(view.aux_nodes, self.aux_arrays):
             nd_of[view.entry_ptr[nid]] = a
-        if any(r != 'null' for r in self._grad_req.values()):
-            for nid, node in enumerate(view.nodes):
-                if node.op is None:
-                    continue
-                for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                    nd_of[e] = _zeros(shapes[e], types[e], ctx)
-        else:
-            _plan_inference_memory(view, shapes, types, ctx, nd_of)
-        self._nd_of = nd_of
-        data = [a._data for a in nd_of]
-        self.outputs = [nd_of[e] for e in view.heads]
-        rng = _random.spawn()
-        self._rng = rng
-        # gradient needs per entry
-        need = [False] * view.num_entries
         gbuf = [None] * view.num_entries
         self._var_req = {}
         for nid, name, g in zip(view.arg_nodes, self._arg_names, self.grad_arrays):
             e = view.entry_ptr[nid]
             if self._grad_req[name] != 'null':
-                need[e] = True
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
-        node_bwd = [False] * len(view.nodes)
-        for nid, node in enumerate(view.nodes):
-            if node.op is None:
-                continue
-            ents = view.in_entries[nid][:node.num_args]
-            if any(need[e] for e in ents):
-                node_bwd[nid] = True
+        need, node_bwd, keep, unreached = plan_gradients(view, self._var_req)
+        plan_memory(view, shapes, types, ctx, nd_of, keep)
+        self._keep = keep
+        self._nd_of = nd_of
+        data = [a._data for a in nd_of]
+        self.outputs = [nd_of[e] for e in view.heads]
+        rng = _random.spawn()
+        self._rng = rng
+        for nid in range(len(view.nodes)):
+            if node_bwd[nid]:
                 for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                    need[e] = True
                     gbuf[e] = _zeros(shapes[e], types[e], ctx)._data
+        # arguments behind BlockGrad only: their 'write' gradient is zero
+        self._zero_grads = [gbuf[e] for e in unreached if self._var_req[e] == 'write']
         self._need, self._gbuf = need, gbuf
         count = [0] * view.num_entries
 
@@ -352,6 +317,11 @@ class Executor:
             raise FFError('backward: call forward(is_train=True) first; the outputs it '
                           'differentiates have not been computed yet')
         ograds = self._norm_out_grads(out_grads)
+        for g in self._zero_grads:
+            if _is_gpu(self._ctx):
+                g.copy_to_device(np.zeros(g.shape, g.dtype))
+            else:
+                g[...] = 0
         for k, e, req in self._head_plan:
             g = ograds[k]
             if g is None:
@@ -525,90 +495,81 @@ class Executor:
         return Executor(self._symbol, ctx, new_args, grads, self._grad_req, new_aux)
 
     def debug_str(self):
-        """The symbol's listing plus the memory this executor allocated."""
-        total, seen = 0, set()
+        """The symbol's listing, the memory plan, and the memory it takes (MXNet's last lines).
+
+        The plan lists each operator node: whether its backward runs, and for
+        each output whether it is a head, kept for a backward that reads it,
+        or in a buffer shared with values computed before or after it. ``Total N MB allocated``
+        counts the buffers this executor made (operator outputs and gradient
+        buffers), not the argument, gradient and auxiliary arrays it was
+        bound to, as MXNet counts its memory plan.
+        """
+        view = self._view
+        bound = {id(a._data) for a in self.arg_arrays + self.aux_arrays}
+        bound |= {id(g._data) for g in self.grad_arrays if g is not None}
+        owners = {}
+        for e, a in enumerate(self._nd_of):
+            owners.setdefault(id(a._data), []).append(e)
+        bwd = {r.nid for r in self._bwd_plan}
+        lines = ['Memory plan:']
+        for nid, node in enumerate(view.nodes):
+            if node.op is None:
+                continue
+            outs = []
+            for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+                shared = len(owners[id(self._nd_of[e]._data)]) > 1
+                how = 'head' if e in view.heads else 'kept' if e in self._keep else \
+                    'shared' if shared else 'own'
+                outs.append('%s %s' % (view.entry_names()[e], how))
+            lines.append('\t%s (%s): backward %s; %s' % (node.name, node.op.name,
+                                                        'runs' if nid in bwd else 'skipped',
+                                                        ', '.join(outs)))
+        total, seen = 0, set(bound)
         for a in [x._data for x in self._nd_of] + [g for g in self._gbuf if g is not None]:
             if id(a) not in seen:
                 seen.add(id(a))
                 total += a.size * np.dtype(a.dtype).itemsize
-        return (self._symbol.debug_str()
-                + 'Total %d MB allocated\nTotal 0 TempSpace resource requested\n'
+        return (self._symbol.debug_str() + '\n'.join(lines)
+                + '\nTotal %d MB allocated\nTotal 0 TempSpace resource requested\n'
                 % (total // (1 << 20)))
 
     def __repr__(self):
         return '<Executor %s @%s>' % (self._symbol.name or 'group', self._ctx)
 
 
-def _reraise(node, phase, err):
-    """Raise ``err`` again as an FFError naming the node (``Error in operator fc1: ...``)."""
-    msg = str(err)
-    if isinstance(err, FFError):
-        if msg.startswith('Error in operator'):
-            raise err
-        try:
-            new = type(err)('Error in operator %s: %s' % (node.name, msg))
-        except TypeError:
-            new = FFError('Error in operator %s: %s' % (node.name, msg))
-        raise new from err
-    raise FFError('Error in operator %s (%s %s): %s: %s'
-                  % (node.name, node.op.name, phase, type(err).__name__, msg)) from err
+def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
+                shared_exec=None, shared_buffer=None, **kwargs):
+    """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
 
+    Parameters
+    ----------
+    symbol : Symbol
+    ctx : Context
+    grad_req : str, list or dict, default 'write'
+    type_dict : dict of str to dtype, optional
+        Input dtypes; the rest is inferred, float32 where nothing says otherwise.
+    shared_arg_names : list of str, optional
+        Arguments (parameters) whose arrays and gradients are taken from
+        ``shared_exec`` when it has them with the same shape and dtype.
+    shared_exec : Executor, optional
+        The executor to share with (also its auxiliary states, by name).
+    shared_buffer : dict, optional
+        Arrays for the other arguments, by name (gradients under
+        ``'grad of ' + name``). An entry at least as large is reused as a
+        view; otherwise a new array is allocated and stored in the dict.
+    **kwargs : tuple
+        Input shapes by name (names that are not inputs are ignored, as in MXNet).
 
-def _plan_inference_memory(view, shapes, types, ctx, nd_of):
-    """Allocate operator outputs for a gradient-free executor, reusing buffers.
+    Returns
+    -------
+    Executor
 
-    An intermediate entry's buffer returns to a pool (keyed by shape and
-    dtype) after its last consumer has run; a later entry of the same shape
-    and dtype takes it. Heads are never shared. A node's outputs are taken
-    before its inputs are released, so no kernel sees aliased arrays.
+    Raises
+    ------
+    ShapeError
+        If some shape cannot be inferred (naming the arguments).
     """
-    last = {}
-    for nid, node in enumerate(view.nodes):
-        for e in view.in_entries[nid]:
-            last[e] = nid
-    heads = set(view.heads)
-    release = {}
-    for nid, node in enumerate(view.nodes):
-        if node.op is None:
-            continue
-        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-            if e not in heads:
-                release.setdefault(last.get(e, nid), []).append(e)
-    pool = {}
-    for nid, node in enumerate(view.nodes):
-        if node.op is None:
-            continue
-        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-            key = (shapes[e], np.dtype(types[e]).str)
-            free = pool.get(key)
-            nd_of[e] = free.pop() if (free and e not in heads) else \
-                _zeros(shapes[e], types[e], ctx)
-        for e in release.get(nid, ()):
-            pool.setdefault((shapes[e], np.dtype(types[e]).str), []).append(nd_of[e])
-
-
-def _host_values(what, value):
-    """``value`` as a numeric numpy array, or an ArgumentError naming ``what``."""
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError) as e:
-        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s (%s)'
-                            % (what, type(value).__name__, e)) from None
-    if host.dtype.kind not in 'biuf':
-        raise ArgumentError('%s must be an NDArray or numeric array. Received: %s of dtype %s'
-                            % (what, type(value).__name__, host.dtype))
-    return host
-
-
-def _copy_into(src, dst, name):
-    if isinstance(src, NDArray):
-        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
-    else:
-        host = _host_values('copy_params_from: %s' % name, src)
-    if tuple(host.shape) != dst.shape:
-        raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
-                         % (name, tuple(host.shape), dst.shape))
-    if _is_gpu(dst.context):
-        dst._set(host.astype(dst._data.dtype))
-    else:
-        dst._data[...] = host
+    args, grads, reqs, aux, inferred = allocate(
+        symbol, ctx, grad_req=grad_req, type_dict=type_dict, shared_arg_names=shared_arg_names,
+        shared_exec=shared_exec, shared_buffer=shared_buffer, **kwargs)
+    return Executor(symbol, ctx, args, grads, reqs, aux, _inferred=inferred)

@@ -8,107 +8,108 @@ Checkpoints are ``prefix-symbol.json`` plus ``prefix-%04d.params`` with
 ``arg:``/``aux:`` keys (reference ``mxnet_api.md`` sections 7 and 14).
 """
 import logging
-import os
 import warnings
 
 import numpy as np
 
 from .base import FFError, ParamError, ShapeError, get_logger
 from .context import cpu, check_device
-from .module.base_module import BatchEndParam, _atomic_write, _save_nd, _split_params
+from .callback import BatchEndParam
+from .checkpoint import save_checkpoint, load_checkpoint, load_params
+from .kvstore import _create_kvstore
+from .module import Module
 from .module.executor_group import _split_input_slice
-
-_LOG = logging.getLogger(__name__)
 
 __all__ = ['FeedForward', 'save_checkpoint', 'load_checkpoint', 'load_params',
            'BatchEndParam', '_create_kvstore', '_split_input_slice']
 
 
-def _create_kvstore(kvstore, num_device, arg_params):
-    """Choose the kvstore and whether the optimizer runs on it (MXNet's rules).
+class _FeedForwardModule(Module):
+    """The Module a :class:`FeedForward` trains through: MXNet 1.x FeedForward's conventions.
 
-    Parameters
-    ----------
-    kvstore : KVStore, str or None
-    num_device : int
-    arg_params : dict of str to NDArray
+    It changes steps of the one loop in :meth:`BaseModule.fit` through its
+    fit hooks, nothing else:
 
-    Returns
-    -------
-    (KVStore or None, bool)
-        A str with one device and no ``'dist'`` gives no kvstore. For
-        ``'local'``, ``update_on_kvstore`` is False when the largest parameter
-        has more than 16M elements. It starts from the environment variable
-        ``MXNET_UPDATE_ON_KVSTORE`` (default 1) and is False without a kvstore.
+    * ``Start training with [ctx]`` is logged once the optimizer is ready;
+    * an epoch is the iterator once or, with ``epoch_size``, that many
+      batches (the iterator is reset whenever it runs out, see
+      :func:`_epoch_batches`); without ``epoch_size`` the iterator is reset
+      (``Epoch[e] Resetting Data Iterator``) before the ``Time cost`` line and
+      not again at the end of the epoch;
+    * no ``Train-`` line, and the validation line comes only from
+      ``eval_end_callback`` (FeedForward's default is
+      :class:`~ffnumba.callback.LogValidationMetricsCallback`).
+
+    Batch callbacks counting ``nbatch`` from 1 are FeedForward's own wrapping
+    (:func:`_count_from_one`).
     """
-    from . import kvstore as kvs
-    update_on_kvstore = bool(int(os.getenv('MXNET_UPDATE_ON_KVSTORE', '1')))
-    if kvstore is None:
-        kv = None
-    elif isinstance(kvstore, kvs.KVStoreBase):
-        kv = kvstore
-    elif isinstance(kvstore, str):
-        if num_device == 1 and 'dist' not in kvstore:
-            kv = None
-        else:
-            kv = kvs.create(kvstore)
-            if kvstore == 'local' and arg_params:
-                max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
-                if max_size > 1024 * 1024 * 16:
-                    update_on_kvstore = False
-    else:
-        raise ParamError('kvstore must be a KVStore, a str or None. Received: kvstore=%r'
-                         % (kvstore,))
-    if kv is None:
-        update_on_kvstore = False
-    else:
-        update_on_kvstore = update_on_kvstore and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
-    return kv, update_on_kvstore
+
+    _fit_owner = 'FeedForward'   # named in fit's errors
+
+    def __init__(self, symbol, epoch_size=None, **kwargs):
+        super().__init__(symbol, **kwargs)
+        self._epoch_size = epoch_size
+
+    def init_optimizer(self, *args, **kwargs):
+        super().init_optimizer(*args, **kwargs)
+        self.logger.info('Start training with %s', str(self._context))
+
+    def _fit_batches(self, train_data, epoch):
+        return _epoch_batches(train_data, epoch, self._epoch_size, self.logger)
+
+    def _fit_log_metrics(self, epoch, kind, name_vals):
+        pass
+
+    def _fit_batches_done(self, epoch, train_data):
+        if self._epoch_size is None:
+            self.logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+            train_data.reset()
+
+    def _fit_epoch_end(self, epoch, train_data):
+        pass
 
 
-def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
-    """Write ``prefix-symbol.json`` and ``prefix-%04d.params`` (atomic writes).
+def _count_from_one(callbacks):
+    """Batch-end callbacks that see ``nbatch`` counted from 1 (MXNet 1.x FeedForward)."""
+    if callbacks is None:
+        return None
+    callbacks = callbacks if isinstance(callbacks, (list, tuple)) else [callbacks]
 
-    Parameters
-    ----------
-    prefix : str
-    epoch : int
-    symbol : Symbol or None
-        Not written when None.
-    arg_params, aux_params : dict of str to NDArray
-        Saved under ``arg:NAME`` / ``aux:NAME``, on the CPU.
+    def shifted(param):
+        param = param._replace(nbatch=param.nbatch + 1)
+        for cb in callbacks:
+            cb(param)
+    return shifted
+
+
+def _epoch_batches(train_data, epoch, epoch_size, logger):
+    """The batches of one epoch: the iterator once, or ``epoch_size`` batches.
+
+    With ``epoch_size`` the iterator is reset (``Epoch[e] Resetting Data
+    Iterator``) whenever it runs out before the epoch is complete, and is left
+    where it stopped otherwise (FeedForward's rule).
     """
-    if symbol is not None:
-        _atomic_write('%s-symbol.json' % prefix, symbol.tojson().encode('utf-8'))
-    data = {'arg:%s' % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-    data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in (aux_params or {}).items()})
-    param_name = '%s-%04d.params' % (prefix, epoch)
-    _save_nd(param_name, data)
-    _LOG.info('Saved checkpoint to "%s"', param_name)
-
-
-def load_params(prefix, epoch):
-    """``(arg_params, aux_params)`` from ``prefix-%04d.params``."""
-    from . import ndarray as nd
-    fname = '%s-%04d.params' % (prefix, epoch)
-    return _split_params(nd.load(fname), fname)
-
-
-def load_checkpoint(prefix, epoch):
-    """``(symbol, arg_params, aux_params)`` from a checkpoint.
-
-    Raises
-    ------
-    FFError
-        When a file is missing, truncated or not a checkpoint.
-    """
-    from . import symbol as sym
-    fname = '%s-symbol.json' % prefix
-    if not os.path.exists(fname):
-        raise FFError('load_checkpoint: symbol file %s does not exist' % fname)
-    symbol = sym.load(fname)
-    arg_params, aux_params = load_params(prefix, epoch)
-    return symbol, arg_params, aux_params
+    if epoch_size is None:
+        yield from train_data
+        return
+    n = 0
+    reset_once = False
+    while True:
+        exhausted = True
+        for batch in train_data:
+            yield batch
+            n += 1
+            if n >= epoch_size:
+                exhausted = False
+                break
+        if exhausted:
+            if n == 0 and reset_once:  # a reset brought no batch: empty for good
+                return
+            logger.info('Epoch[%d] Resetting Data Iterator', epoch)
+            train_data.reset()
+            reset_once = True
+        if n >= epoch_size:
+            return
 
 
 def _is_array(x):
@@ -280,8 +281,8 @@ class FeedForward:
         self.arg_params, self.aux_params = arg_params, aux_params
         return arg_names, param_names, aux_names
 
-    def _module(self, data_descs, label_descs, ctx, work_load_list=None, logger=None):
-        from .module import Module
+    def _module(self, data_descs, label_descs, ctx, work_load_list=None, logger=None,
+                cls=Module, **kwargs):
         data_names = [d[0] for d in data_descs]
         args = self.symbol.list_arguments()
         if label_descs:
@@ -289,8 +290,9 @@ class FeedForward:
         else:
             known = set(self.arg_params or {})
             label_names = [a for a in args if a not in known and a not in data_names]
-        return Module(self.symbol, data_names=data_names, label_names=label_names,
-                      context=ctx, work_load_list=work_load_list, logger=get_logger(logger, 'ffnumba.model'))
+        return cls(self.symbol, data_names=data_names, label_names=label_names,
+                   context=ctx, work_load_list=work_load_list,
+                   logger=get_logger(logger, 'ffnumba.model'), **kwargs)
 
     # -------------------------------------------------------------- fit
     def fit(self, X, y=None, eval_data=None, eval_metric='acc', epoch_end_callback=None,
@@ -343,22 +345,17 @@ class FeedForward:
         if eval_end_callback is None:
             from .callback import LogValidationMetricsCallback
             eval_end_callback = LogValidationMetricsCallback()
-        logger = get_logger(logger, 'ffnumba.model')
         mod = self._module(data.provide_data, data.provide_label, self.ctx, work_load_list,
-                           logger)
-        mod.bind(data.provide_data, data.provide_label, for_training=True)
-        if monitor is not None:
-            mod.install_monitor(monitor)
-        mod.init_params(arg_params=self.arg_params, aux_params=self.aux_params,
-                        allow_missing=False)
-        mod.init_optimizer(kvstore=kvstore, optimizer=self.optimizer,
-                           optimizer_params=self.kwargs)
+                           logger, cls=_FeedForwardModule, epoch_size=self.epoch_size)
         self._train_mod = mod
-        logger.info('Start training with %s', str(self.ctx))
-        mod._fit_epochs(data, eval_iter, eval_metric, eval_metric, epoch_end_callback,
-                        batch_end_callback, eval_end_callback, eval_batch_end_callback,
-                        self.begin_epoch, self.num_epoch, monitor, epoch_size=self.epoch_size,
-                        legacy=True)
+        mod.fit(data, eval_data=eval_iter, eval_metric=eval_metric,
+                epoch_end_callback=epoch_end_callback,
+                batch_end_callback=_count_from_one(batch_end_callback), kvstore=kvstore,
+                optimizer=self.optimizer, optimizer_params=self.kwargs,
+                eval_end_callback=eval_end_callback,
+                eval_batch_end_callback=eval_batch_end_callback, arg_params=self.arg_params,
+                aux_params=self.aux_params, begin_epoch=self.begin_epoch,
+                num_epoch=self.num_epoch, monitor=monitor)
         self.arg_params, self.aux_params = mod.get_params()
         return self
 

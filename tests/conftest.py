@@ -15,8 +15,8 @@ settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'ci'))
 
 if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':
     # Tiny blocks, so simulated kernels cross block edges even on tiny arrays.
-    from ffnumba.ops import templates
-    templates.GPU_THREADS = 4
+    from ffnumba import jit
+    jit.GPU_THREADS = 4
 
 
 @pytest.fixture(autouse=True)

@@ -79,11 +79,11 @@ def test_log_train_metric_and_validation(caplog):
     assert m.num_inst == 0 and m.global_num_inst == 4
 
 
-def test_do_checkpoint_uses_model_save(monkeypatch):
+def test_do_checkpoint_uses_checkpoint_save(monkeypatch):
     calls = []
-    fake = types.ModuleType('ffnumba.model')
+    fake = types.ModuleType('ffnumba.checkpoint')
     fake.save_checkpoint = lambda *a: calls.append(a)
-    monkeypatch.setitem(sys.modules, 'ffnumba.model', fake)
+    monkeypatch.setitem(sys.modules, 'ffnumba.checkpoint', fake)
     cb = callback.do_checkpoint('pre', period=2)
     for epoch in range(4):
         cb(epoch, 'sym', {'w': 1}, {})

@@ -123,15 +123,22 @@ class KVStoreBase:
         FFError
             If no optimizer was set.
         """
-        from ..module.base_module import _atomic_write
+        from ..checkpoint import save_states
         upd = self._require_updater('save_optimizer_states')
-        _atomic_write(fname, upd.get_states(dump_optimizer))
+        save_states(fname, upd.get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname):
-        """Load updater states written by :meth:`save_optimizer_states`."""
+        """Load updater states written by :meth:`save_optimizer_states`.
+
+        Raises
+        ------
+        FFError
+            If no optimizer was set, or naming ``fname`` when it cannot be read
+            or holds no valid state.
+        """
+        from ..checkpoint import load_states
         upd = self._require_updater('load_optimizer_states')
-        with open(fname, 'rb') as f:
-            upd.set_states(f.read())
+        load_states(upd, fname, 'KVStore.load_optimizer_states')
 
     def set_gradient_compression(self, compression_params):
         """Gradient compression: not supported by the ``local`` store (MXNet's rule)."""

@@ -186,10 +186,6 @@ class Layer:
     """
 
     prefix = 'layer'
-    #: Names of the layer's learnable arguments (suffixes after ``<name>_``).
-    arg_suffixes = ()
-    #: Names of its auxiliary states (not learned by gradient).
-    aux_suffixes = ()
     #: Number of input tensors (None: a list of at least two).
     num_inputs = 1
 
@@ -215,9 +211,19 @@ class Layer:
         return KerasTensor(layer=self, inputs=inputs)
 
     def param_names(self, name):
-        """``(arg_names, aux_names)`` of the weights this layer creates under ``name``."""
-        return (['%s_%s' % (name, s) for s in self.arg_suffixes],
-                ['%s_%s' % (name, s) for s in self.aux_suffixes])
+        """``(arg_names, aux_names)`` of the weights this layer creates under ``name``.
+
+        Read from the layer's own graph on placeholder inputs, so the names are
+        the ones its operators declare in the registry (``dense0_weight``,
+        ``batchnorm0_moving_mean``...), never a second copy kept here.
+        """
+        from .. import symbol as S
+        count = 2 if self.num_inputs is None else self.num_inputs
+        inputs = [S.Variable('%s__input%d' % (name, i)) for i in range(count)]
+        out, _ = self.build_symbol(name, inputs)
+        placeholders = {i.name for i in inputs}
+        return ([a for a in out.list_arguments() if a not in placeholders],
+                list(out.list_auxiliary_states()))
 
     def build_symbol(self, name, inputs):
         """Build the operators for node ``name`` on input symbols; return the output Symbol.

@@ -86,7 +86,6 @@ class _Conv(Layer):
         self.pad = _padding(cls, padding, self.kernel_size, self.dilation_rate, self.ndim)
         self.activation = check_activation(cls, activation)
         self.use_bias = _check_bool(cls, 'use_bias', use_bias)
-        self.arg_suffixes = ('weight', 'bias') if use_bias else ('weight',)
         self.output_padding = (0,) * self.ndim
         if output_padding is not None:
             self.output_padding = check_tuple(cls, 'output_padding', output_padding,

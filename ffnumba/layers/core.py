@@ -71,7 +71,6 @@ class Dense(Layer):
         self.activation = check_activation('Dense', activation)
         self.use_bias = _check_bool('Dense', 'use_bias', use_bias)
         self.flatten = _check_bool('Dense', 'flatten', flatten)
-        self.arg_suffixes = ('weight', 'bias') if use_bias else ('weight',)
 
     def build_symbol(self, name, inputs):
         pre = S.FullyConnected(inputs[0], num_hidden=self.units, no_bias=not self.use_bias,
@@ -209,7 +208,6 @@ class Embedding(Layer):
     """
 
     prefix = 'embedding'
-    arg_suffixes = ('weight',)
 
     def __init__(self, input_dim, output_dim, name=None, input_shape=None):
         super().__init__(name, input_shape)
@@ -248,8 +246,6 @@ class BatchNormalization(Layer):
     """
 
     prefix = 'batchnorm'
-    arg_suffixes = ('gamma', 'beta')
-    aux_suffixes = ('moving_mean', 'moving_var')
 
     def __init__(self, axis=1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  name=None, input_shape=None):

@@ -130,7 +130,7 @@ class WeightsMixin:
         ``ff.model.load_checkpoint`` and ``ff.mod.Module.load`` read.
         """
         from .. import ndarray as nd
-        from ..model import save_checkpoint
+        from ..checkpoint import save_checkpoint
         arg, aux = self._params('save_weights')
         filepath = os.fspath(filepath)
         if filepath.endswith('.params'):

@@ -5,7 +5,6 @@ a checkpoint loader is validated here, so a mistake surfaces as an
 :class:`~ffnumba.base.FFError` naming the argument instead of a traceback from
 deep inside the executors.
 """
-import logging
 import warnings
 
 from ..base import FFError, ParamError, ShapeError
@@ -135,28 +134,3 @@ def _check_iter(what, field, it):
 
 _EXHAUSTED = ('%s.fit: the training iterator gave no batch at epoch %d: the %s is exhausted '
               '(or empty). Call train_data.reset() before fit, or pass a fresh iterator.')
-
-
-def _split_params(save_dict, fname):
-    """Split a loaded ``{'arg:x': ..., 'aux:y': ...}`` dict into two dicts.
-
-    A file holding no arrays at all (MXNet writes one for a parameter-free net:
-    0 arrays, 0 names) gives two empty dicts and MXNet's warning
-    ``Params file '...' is empty``.
-    """
-    if isinstance(save_dict, (list, dict)) and not save_dict:
-        logging.getLogger(__name__).warning("Params file '%s' is empty", fname)
-        return {}, {}
-    if not isinstance(save_dict, dict):
-        raise FFError('Invalid param file %s: expected named arrays with arg:/aux: keys, '
-                      'found an unnamed list' % fname)
-    arg_params, aux_params = {}, {}
-    for k, v in save_dict.items():
-        tp, _, name = k.partition(':')
-        if tp == 'arg' and name:
-            arg_params[name] = v
-        elif tp == 'aux' and name:
-            aux_params[name] = v
-        else:
-            raise FFError('Invalid param file %s: key %r has no arg:/aux: prefix' % (fname, k))
-    return arg_params, aux_params

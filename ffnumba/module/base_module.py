@@ -10,41 +10,20 @@ written once here and shared by :class:`Module`, :class:`BucketingModule`,
 import logging
 import time
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
+from .. import checkpoint as _ckpt
 from ..base import FFError, ParamError, get_logger
-from ._checks import _EXHAUSTED, _check_iter, _split_params  # noqa: F401
+from ..callback import BatchEndParam
+from ._checks import _EXHAUSTED, _check_iter
+from ._interface import ModuleInterface
 
 __all__ = ['BaseModule', 'BatchEndParam']
-
-try:  # one definition shared with ff.callback
-    from ..callback import BatchEndParam
-except ImportError:  # pragma: no cover - callback module missing
-    #: What batch-end callbacks receive: ``epoch``, ``nbatch`` (from 0),
-    #: ``eval_metric`` and the caller's ``locals``.
-    BatchEndParam = namedtuple('BatchEndParams', ['epoch', 'nbatch', 'eval_metric', 'locals'])
 
 
 def _as_list(obj):
     return obj if isinstance(obj, (list, tuple)) else [obj]
-
-
-def _atomic_write(fname, payload):
-    """Write ``payload`` (bytes) to ``fname`` atomically (:func:`ff.nd.atomic_write`).
-
-    A crash never leaves a half-written file under the real name; an
-    unwritable path raises an FFError.
-    """
-    from ..ndarray.params_io import atomic_write
-    atomic_write(fname, [payload])
-
-
-def _save_nd(fname, data):
-    """``ff.nd.save`` (itself atomic)."""
-    from .. import ndarray as nd
-    nd.save(fname, data)
 
 
 def _create_metric(eval_metric):
@@ -64,8 +43,12 @@ def _default_initializer():
     return initializer.Uniform(0.01)
 
 
-class BaseModule:
+class BaseModule(ModuleInterface):
     """The abstract module: a computation that can be bound, run and trained.
+
+    The methods a module implements are declared (with their documentation)
+    in :class:`~ffnumba.module._interface.ModuleInterface`; this class adds
+    what is written once for every module: the loops and the parameter I/O.
 
     Parameters
     ----------
@@ -286,37 +269,35 @@ class BaseModule:
                             optimizer_params=optimizer_params)
         if validation_metric is None:
             validation_metric = eval_metric
-        self._fit_epochs(train_data, eval_data, _create_metric(eval_metric), validation_metric,
-                         epoch_end_callback, batch_end_callback, eval_end_callback,
-                         eval_batch_end_callback, begin_epoch, num_epoch, monitor,
-                         sparse_row_id_fn)
-
-    def _fit_epochs(self, train_data, eval_data, eval_metric, validation_metric,
-                    epoch_end_callback, batch_end_callback, eval_end_callback,
-                    eval_batch_end_callback, begin_epoch, num_epoch, monitor=None,
-                    sparse_row_id_fn=None, epoch_size=None, legacy=False):
-        """The training loop shared by ``fit`` and :class:`~ffnumba.model.FeedForward`.
-
-        ``legacy=True`` gives FeedForward's conventions: batch callbacks see
-        ``nbatch`` from 1, no ``Train-`` log line, the validation line comes
-        from ``eval_end_callback`` only, and ``epoch_size`` batches make an
-        epoch (resetting the iterator as often as needed).
-        """
+        eval_metric = _create_metric(eval_metric)
         batch_cbs = _as_list(batch_end_callback) if batch_end_callback is not None else ()
-        offset = 1 if legacy else 0
         kv = getattr(self, '_kvstore', None)   # a dist store checks epochs, averages metrics
-        logger = kv._logger(self.logger) if kv is not None else self.logger
+        saved_logger = self.logger
+        if kv is not None:   # the loop and its hooks log through the store's rank-aware logger
+            self.logger = kv._logger(self.logger)
+        try:
+            self._fit_loop(train_data, eval_data, eval_metric, validation_metric,
+                           epoch_end_callback, batch_cbs, eval_end_callback,
+                           eval_batch_end_callback, begin_epoch, num_epoch, monitor, kv,
+                           sparse_row_id_fn)
+        finally:
+            self.logger = saved_logger
+
+    def _fit_loop(self, train_data, eval_data, eval_metric, validation_metric,
+                  epoch_end_callback, batch_cbs, eval_end_callback, eval_batch_end_callback,
+                  begin_epoch, num_epoch, monitor, kv, sparse_row_id_fn):
+        """The epochs of :meth:`fit` (its arguments, checked; ``kv`` the kvstore or None)."""
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             self._fit_epoch_begin(epoch, train_data)
             eval_metric.reset()
             nbatch = 0
-            data_iter = iter(_epoch_batches(train_data, epoch, epoch_size, logger))
+            data_iter = iter(self._fit_batches(train_data, epoch))
             end_of_batch = False
             next_batch = next(data_iter, None)
             if next_batch is None:
-                raise FFError(_EXHAUSTED % (type(self).__name__, epoch,
-                                            type(train_data).__name__))
+                raise FFError(_EXHAUSTED % (getattr(self, '_fit_owner', type(self).__name__),
+                                            epoch, type(train_data).__name__))
             name_vals = []
             while not end_of_batch:
                 data_batch = next_batch
@@ -338,21 +319,18 @@ class BaseModule:
                     monitor.toc_print()
                 if end_of_batch and kv is not None:
                     kv._end_epoch(epoch, nbatch + 1)
-                if end_of_batch and not legacy:
+                if end_of_batch:   # before the callbacks, which may reset the metric
                     name_vals = _global_name_value(eval_metric) if kv is None \
                         else kv._metric_name_value(eval_metric)
                 if batch_cbs:
-                    params = BatchEndParam(epoch=epoch, nbatch=nbatch + offset,
-                                           eval_metric=eval_metric, locals=locals())
+                    params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
+                                           locals=locals())
                     for cb in batch_cbs:
                         cb(params)
                 nbatch += 1
-            for name, val in name_vals:
-                logger.info('Epoch[%d] Train-%s=%f', epoch, name, val)
-            if legacy and epoch_size is None:   # FeedForward resets before the time line
-                logger.info('Epoch[%d] Resetting Data Iterator', epoch)
-                train_data.reset()
-            logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
+            self._fit_log_metrics(epoch, 'Train', name_vals)
+            self._fit_batches_done(epoch, train_data)
+            self.logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
             arg_params_, aux_params_ = self.get_params()
             self.set_params(arg_params_, aux_params_)
             if epoch_end_callback is not None:
@@ -362,40 +340,31 @@ class BaseModule:
                 res = self.score(eval_data, validation_metric,
                                  score_end_callback=eval_end_callback,
                                  batch_end_callback=eval_batch_end_callback, epoch=epoch)
-                if not legacy:
-                    for name, val in res:
-                        logger.info('Epoch[%d] Validation-%s=%f', epoch, name, val)
-            if epoch_size is None and not legacy:
-                train_data.reset()
+                self._fit_log_metrics(epoch, 'Validation', res)
+            self._fit_epoch_end(epoch, train_data)
 
+    # ------------------------------------------------------ fit hooks
+    # Each hook is one step of the loop in :meth:`fit` that a subclass may
+    # change (SVRGModule computes its full gradient at epoch begin;
+    # FeedForward's module keeps MXNet 1.x's FeedForward conventions).
     def _fit_epoch_begin(self, epoch, train_data):
-        """Hook run at the start of each fit epoch (SVRGModule's full gradient)."""
+        """Run at the start of each fit epoch, before the metric is reset. Default: nothing."""
 
-    # ------------------------------------------------------ properties
-    @property
-    def data_names(self):
-        """list of str: the names of the data inputs, in order."""
-        raise NotImplementedError()
+    def _fit_batches(self, train_data, epoch):
+        """The iterable of one epoch's batches. Default: ``train_data`` itself, once."""
+        return train_data
 
-    @property
-    def output_names(self):
-        """list of str: the names of the outputs, in order."""
-        raise NotImplementedError()
+    def _fit_log_metrics(self, epoch, kind, name_vals):
+        """Log ``Epoch[e] {kind}-{name}={value}`` for ``kind`` 'Train' and 'Validation'."""
+        for name, val in name_vals:
+            self.logger.info('Epoch[%d] %s-%s=%f', epoch, kind, name, val)
 
-    @property
-    def data_shapes(self):
-        """list of DataDesc: the bound data shapes (FFError before ``bind``)."""
-        raise NotImplementedError()
+    def _fit_batches_done(self, epoch, train_data):
+        """Run after an epoch's last batch, before the ``Time cost`` line. Default: nothing."""
 
-    @property
-    def label_shapes(self):
-        """list of DataDesc or None: the bound label shapes (FFError before ``bind``)."""
-        raise NotImplementedError()
-
-    @property
-    def output_shapes(self):
-        """list of (str, tuple): name and shape of each output (FFError before ``bind``)."""
-        raise NotImplementedError()
+    def _fit_epoch_end(self, epoch, train_data):
+        """Run last in each epoch (after validation). Default: ``train_data.reset()``."""
+        train_data.reset()
 
     @property
     def symbol(self):
@@ -484,11 +453,8 @@ class BaseModule:
 
     def save_params(self, fname):
         """Save the parameters to ``fname`` with ``arg:``/``aux:`` keys (atomic write)."""
-        from ..context import cpu
         arg_params, aux_params = self.get_params()
-        data = {'arg:%s' % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
-        data.update({'aux:%s' % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
-        _save_nd(fname, data)
+        _ckpt.save_params(fname, arg_params, aux_params)
 
     def load_params(self, fname):
         """Load parameters saved by :meth:`save_params`.
@@ -498,8 +464,7 @@ class BaseModule:
         FFError
             ``Invalid param file`` for a key without an ``arg:``/``aux:`` prefix.
         """
-        from .. import ndarray as nd
-        arg_params, aux_params = _split_params(nd.load(fname), fname)
+        arg_params, aux_params = _ckpt.load_params_file(fname)
         self.set_params(arg_params, aux_params)
 
     def get_states(self, merge_multi_context=True):
@@ -543,161 +508,3 @@ class BaseModule:
             raise FFError('%s: call bind before %s' % (type(self).__name__, what))
         if params and not self.params_initialized:
             raise FFError('%s: call init_params (or fit) before %s' % (type(self).__name__, what))
-
-    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-             force_rebind=False, shared_module=None, grad_req='write'):
-        """Allocate the executors for these input shapes.
-
-        Parameters
-        ----------
-        data_shapes : list of (str, tuple) or DataDesc
-            Name and shape of each data input; the first axis is the batch.
-        label_shapes : list of (str, tuple) or DataDesc, optional
-        for_training : bool, default True
-            Allocate gradients.
-        inputs_need_grad : bool, default False
-            Also compute gradients of the data inputs.
-        force_rebind : bool, default False
-        shared_module : Module, optional
-            Share parameter arrays with this bound module.
-        grad_req : {'write', 'add', 'null'} or dict, default 'write'
-
-        Raises
-        ------
-        ShapeError
-            Names that differ from ``data_names``/``label_names`` or shapes
-            the symbol cannot take.
-        """
-        raise NotImplementedError()
-
-    def init_optimizer(self, kvstore='local', optimizer='sgd',
-                       optimizer_params=(('learning_rate', 0.01),), force_init=False):
-        """Create the optimizer (and kvstore) that ``update`` will use.
-
-        Parameters
-        ----------
-        kvstore : str or KVStore, default 'local'
-        optimizer : str or Optimizer, default 'sgd'
-        optimizer_params : dict or pairs, default (('learning_rate', 0.01),)
-            Keyword arguments of the optimizer when ``optimizer`` is a name.
-        force_init : bool, default False
-            Replace an optimizer already installed.
-
-        Raises
-        ------
-        FFError
-            Before ``bind``/``init_params``; ParamError for an unknown
-            optimizer or a bad hyper-parameter.
-        """
-        raise NotImplementedError()
-
-    def forward(self, data_batch, is_train=None):
-        """Run the forward pass on one batch.
-
-        Parameters
-        ----------
-        data_batch : DataBatch
-            ``data`` (and ``label`` when training) arrays in the bound order.
-        is_train : bool, optional
-            Defaults to ``for_training`` of ``bind``.
-
-        Raises
-        ------
-        FFError
-            Before ``bind``/``init_params``; ShapeError for a batch whose
-            arrays do not match the bound shapes.
-        """
-        raise NotImplementedError()
-
-    def backward(self, out_grads=None):
-        """Back-propagate from the last ``forward(is_train=True)``.
-
-        Parameters
-        ----------
-        out_grads : NDArray or list of NDArray, optional
-            Head gradients, one per output; needed only for outputs that
-            are not loss layers.
-        """
-        raise NotImplementedError()
-
-    def get_outputs(self, merge_multi_context=True):
-        """The outputs of the last forward pass.
-
-        Parameters
-        ----------
-        merge_multi_context : bool, default True
-            Concatenate the devices' slices along the batch axis; otherwise
-            return one list of per-device arrays per output.
-
-        Returns
-        -------
-        list of NDArray or list of list of NDArray
-        """
-        raise NotImplementedError()
-
-    def get_input_grads(self, merge_multi_context=True):
-        """Gradients of the data inputs (needs ``bind(inputs_need_grad=True)``).
-
-        Parameters
-        ----------
-        merge_multi_context : bool, default True
-            As :meth:`get_outputs`.
-
-        Returns
-        -------
-        list of NDArray or list of list of NDArray
-        """
-        raise NotImplementedError()
-
-    def update(self):
-        """Apply one optimizer step with the gradients of the last ``backward``.
-
-        Raises
-        ------
-        FFError
-            Before ``init_optimizer``.
-        """
-        raise NotImplementedError()
-
-    def update_metric(self, eval_metric, labels, pre_sliced=False):
-        """Accumulate ``eval_metric`` on the current outputs and ``labels``.
-
-        Parameters
-        ----------
-        eval_metric : EvalMetric
-        labels : list of NDArray
-            One array per label, the whole batch (or, with ``pre_sliced``,
-            one list per device).
-        pre_sliced : bool, default False
-        """
-        raise NotImplementedError()
-
-
-def _epoch_batches(train_data, epoch, epoch_size, logger):
-    """The batches of one epoch: the iterator once, or ``epoch_size`` batches.
-
-    With ``epoch_size`` the iterator is reset (``Epoch[e] Resetting Data
-    Iterator``) whenever it runs out before the epoch is complete, and is left
-    where it stopped otherwise (FeedForward's rule).
-    """
-    if epoch_size is None:
-        yield from train_data
-        return
-    n = 0
-    reset_once = False
-    while True:
-        exhausted = True
-        for batch in train_data:
-            yield batch
-            n += 1
-            if n >= epoch_size:
-                exhausted = False
-                break
-        if exhausted:
-            if n == 0 and reset_once:  # a reset brought no batch: empty for good
-                return
-            logger.info('Epoch[%d] Resetting Data Iterator', epoch)
-            train_data.reset()
-            reset_once = True
-        if n >= epoch_size:
-            return

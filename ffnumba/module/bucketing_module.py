@@ -11,7 +11,8 @@ import warnings
 
 from ..base import FFError, ParamError
 from ..context import Context, cpu
-from .base_module import BaseModule, _atomic_write, _save_nd
+from .base_module import BaseModule
+from .. import checkpoint as _ckpt
 from .module import Module
 from ._checks import _check_input_names
 
@@ -285,9 +286,8 @@ class BucketingModule(BaseModule):
             raise FFError('Empty BucketingModule cannot be saved')
         self.save_params('%s-%04d.params' % (prefix, epoch))
         for key, mod in self._buckets.items():
-            _atomic_write('%s-%s-symbol.json' % (prefix, key),
-                          mod.symbol.tojson().encode('utf-8'))
-        _save_nd('%s.buckets' % prefix, [nd.array(list(self._buckets.keys()), dtype='int32')])
+            _ckpt.save_symbol('%s-%s-symbol.json' % (prefix, key), mod.symbol)
+        nd.save('%s.buckets' % prefix, [nd.array(list(self._buckets.keys()), dtype='int32')])
 
     @staticmethod
     def load(prefix, epoch, sym_gen=None, default_bucket_key=None, data_names=('data',),
@@ -300,7 +300,6 @@ class BucketingModule(BaseModule):
         """
         from .. import ndarray as nd
         from .. import symbol as sym
-        from ..model import load_params
         if sym_gen is None:
             keys = [int(k) for k in nd.load('%s.buckets' % prefix)[0].asnumpy().tolist()]
             syms = {k: sym.load('%s-%s-symbol.json' % (prefix, k)) for k in keys}
@@ -313,7 +312,7 @@ class BucketingModule(BaseModule):
             if default_bucket_key is None:
                 default_bucket_key = max(keys)
         mod = BucketingModule(sym_gen, default_bucket_key=default_bucket_key, **kwargs)
-        arg, aux = load_params(prefix, epoch)
+        arg, aux = _ckpt.load_params(prefix, epoch)
         mod._preload = (arg, aux)
         mod.params_initialized = True
         return mod

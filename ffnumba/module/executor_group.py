@@ -214,35 +214,31 @@ class DataParallelExecutorGroup:
 
     # ------------------------------------------------------------ binding
     def _grad_req_dict(self, grad_req):
+        """The module's roles over ``grad_req``, normalised by the one normaliser.
+
+        A str applies to the parameters that are not fixed (and to the data
+        when ``inputs_need_grad``); labels and fixed parameters get 'null'. A
+        dict starts from those roles with 'write' and overrides by name; a
+        list gives one request per argument.
+        """
+        from .._executor_bind import norm_grad_req
         names = self.arg_names
         if not self.for_training:
             return {k: 'null' for k in names}
-        if isinstance(grad_req, str):
+        if isinstance(grad_req, (str, dict)):
+            default = grad_req if isinstance(grad_req, str) else 'write'
             out = {}
             for k in names:
                 if k in self.param_names:
-                    out[k] = 'null' if k in self.fixed_param_names else grad_req
+                    out[k] = 'null' if k in self.fixed_param_names else default
                 elif k in self.data_names:
-                    out[k] = grad_req if self.inputs_need_grad else 'null'
+                    out[k] = default if self.inputs_need_grad else 'null'
                 else:
                     out[k] = 'null'
-            return out
-        if isinstance(grad_req, (list, tuple)):
-            if len(grad_req) != len(names):
-                raise FFError('Executor group: grad_req list has %d entries but the symbol has '
-                              '%d arguments' % (len(grad_req), len(names)))
-            return dict(zip(names, grad_req))
-        if isinstance(grad_req, dict):
-            out = {k: 'null' for k in names}
-            for k in names:
-                if k in self.param_names:
-                    out[k] = 'null' if k in self.fixed_param_names else 'write'
-                elif k in self.data_names:
-                    out[k] = 'write' if self.inputs_need_grad else 'null'
-            out.update(grad_req)
-            return out
-        raise FFError('Executor group: grad_req must be a str, list or dict. Received: '
-                      'grad_req=%r' % (grad_req,))
+            if isinstance(grad_req, dict):
+                out.update(grad_req)
+            grad_req = out
+        return norm_grad_req(grad_req, names)
 
     def decide_slices(self, data_shapes):
         """Find the batch size from the layouts and split it by workload."""

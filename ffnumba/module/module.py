@@ -19,7 +19,8 @@ from ..base import FFError, ParamError
 from ..context import cpu
 from ._checks import (_MissingParamError, _check_batch, _check_contexts, _check_input_names,
                       _check_param_dicts, _copy_param, _parse_data_desc)
-from .base_module import BaseModule, _atomic_write
+from .base_module import BaseModule
+from .. import checkpoint as _ckpt
 from .executor_group import DataParallelExecutorGroup
 
 _LOG = logging.getLogger(__name__)
@@ -165,8 +166,7 @@ class Module(BaseModule):
             When a file is missing, truncated or not a checkpoint (and at
             :meth:`bind`, when parameters are missing; see ``allow_missing``).
         """
-        from ..model import load_checkpoint
-        sym, args, auxs = load_checkpoint(prefix, epoch)
+        sym, args, auxs = _ckpt.load_checkpoint(prefix, epoch)
         mod = Module(symbol=sym, **kwargs)
         mod._arg_params = args
         mod._aux_params = auxs
@@ -181,7 +181,7 @@ class Module(BaseModule):
 
         Every file is written to a temporary name and renamed.
         """
-        _atomic_write('%s-symbol.json' % prefix, self._symbol.tojson().encode('utf-8'))
+        _ckpt.save_symbol('%s-symbol.json' % prefix, self._symbol)
         param_name = '%s-%04d.params' % (prefix, epoch)
         self.save_params(param_name)
         _LOG.info('Saved checkpoint to "%s"', param_name)
@@ -414,7 +414,7 @@ class Module(BaseModule):
             warnings.warn('optimizer already initialized, ignoring...', stacklevel=2)
             return
         from .. import optimizer as opt
-        from ..model import _create_kvstore
+        from ..kvstore import _create_kvstore
         if self._params_dirty:
             self._sync_params_from_devices()
         kv, update_on_kvstore = _create_kvstore(kvstore, len(self._context), self._arg_params)
@@ -486,7 +486,7 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)
         else:
-            _atomic_write(fname, self._updater.get_states())
+            _ckpt.save_states(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname):
         """Load optimizer states written by :meth:`save_optimizer_states`."""
@@ -495,13 +495,7 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
         else:
-            try:
-                with open(fname, 'rb') as f:
-                    payload = f.read()
-            except OSError as e:
-                raise FFError('load_optimizer_states: cannot read %s: %s'
-                              % (fname, e.strerror or e)) from None
-            self._updater.set_states(payload)
+            _ckpt.load_states(self._updater, fname)
 
     # ---------------------------------------------------------- compute
     def _maybe_reshape(self, data_batch):

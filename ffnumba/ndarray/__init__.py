@@ -12,7 +12,7 @@ from .random import uniform as random_uniform, normal as random_normal
 def __getattr__(name):
     """``ff.nd.<Op>``: the imperative function of a registered operator (built on first use)."""
     from ..base import FFError
-    from .. import symbol  # noqa: F401  (registers every operator)
+    from .. import ops  # noqa: F401  (registers every operator)
     from .op import make_function
     try:
         fn = make_function(name)

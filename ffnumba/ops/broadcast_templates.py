@@ -13,15 +13,14 @@ Both build a CPU ``@njit`` kernel pair and lazy ``@cuda.jit`` twins from plain
 ``@njit`` scalar bodies, as the elementwise templates do. GPU kernels here
 reach ``cuda`` through this module's own global (bound by
 ``import_cuda(globals())``), and every launch goes through
-:class:`~ffnumba.ops.templates.LazyCudaKernel`, so it reads
-``templates.GPU_THREADS`` at call time. ``ffnumba.ops.templates`` re-exports
-the public names, so either module can be imported from.
+:class:`~ffnumba.jit.LazyCudaKernel`, so it reads
+``ffnumba.jit.GPU_THREADS`` at call time.
 """
 import numpy as np
 from numba import njit
 
-from .templates import (JIT, LazyCudaKernel, _down, _flat, _up, fill_gpu, import_cuda,
-                        stable_cache_key)
+from ..jit import (JIT, LazyCudaKernel, _down, _flat, _up, fill_gpu, import_cuda,
+                   stable_cache_key)
 
 __all__ = ['make_binary_broadcast', 'make_reduce', 'broadcast_plan', 'reduce_plan']
 

@@ -125,6 +125,13 @@ class OpDef:
         inference then raises :class:`~ffnumba.base.DTypeError` naming the
         input and its dtype, instead of letting an int or bool array reach
         float kernels (a numba typing error or silently truncated numbers).
+    backward_reads : tuple of {'inputs', 'outputs'} or callable(p) -> tuple, default both
+        Which forward values the backward reads. The training executor keeps
+        those of every node whose backward runs and shares the buffers of the
+        rest as in inference (``()``: the backward needs neither, e.g. a copy).
+    passes_gradient : bool, default True
+        False for an op whose inputs get no gradient (``BlockGrad``): the
+        executor runs no backward through it, nor above it on its account.
     """
 
     name: str
@@ -144,6 +151,8 @@ class OpDef:
     doc: str = ''
     input_docs: dict = field(default_factory=dict)
     float_only: object = False
+    backward_reads: tuple = ('inputs', 'outputs')
+    passes_gradient: bool = True
 
     def __post_init__(self):
         self.list_arguments = _as_fn(self.arguments)
@@ -212,6 +221,9 @@ def register_op(op):
                       % (op.name, sorted(op.forward), sorted(op.backward)))
     if 'cpu' not in op.forward:
         raise FFError('register_op: %s has no CPU implementation' % op.name)
+    if not callable(op.backward_reads) and not set(op.backward_reads) <= {'inputs', 'outputs'}:
+        raise FFError("register_op: %s backward_reads must name 'inputs' and/or 'outputs'. "
+                      'Received: %r' % (op.name, op.backward_reads))
     _OPS[op.name] = op
     for a in op.aliases:
         _ALIASES[a] = op.name

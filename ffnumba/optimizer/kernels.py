@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from ..base import ShapeError
-from ..ops.templates import JIT, LazyCudaKernel, import_cuda
+from ..jit import JIT, LazyCudaKernel, import_cuda
 
 __all__ = ['make_update', 'FusedUpdate', 'clip', 'cuda']
 

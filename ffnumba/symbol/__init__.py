@@ -8,7 +8,8 @@ module-level ``__getattr__`` builds their function on first use.
 import builtins as _builtins
 
 from .. import ops as _ops  # noqa: F401  (registers every operator)
-from .symbol import Symbol, Variable, var, Group, load, load_json, make_op_symbol
+from .symbol import Symbol, make_op_symbol
+from .compose import Variable, var, Group, load, load_json
 from . import op_functions as _op_functions
 from .creation import zeros, ones, full, arange, linspace, eye
 

@@ -1,126 +1,115 @@
-"""Applying an operator to input symbols (the body of every ``ff.sym.<Op>``).
+"""Making symbols: ``Variable``, ``Group``, ``load``/``load_json`` and operator application.
 
-Inputs go by position or keyword; a missing input becomes a Variable
-``{node}_{input}`` that copies the node's attributes (as MXNet's JSON
-shows); a variadic operator takes ``*data`` and its count param is set from
-the number of inputs. Names come from the current
-:class:`~ffnumba.name.NameManager`, extra attributes from the current
-:class:`~ffnumba.attribute.AttrScope`.
+Everything that creates a new :class:`~ffnumba.symbol.symbol.Symbol` from
+outside a Symbol lives here or is re-exported here: ``make_op_symbol`` (the
+body of every ``ff.sym.<Op>``, defined next to the Symbol class because
+Symbol's arithmetic operators use it too), variables, groups and graphs read
+from MXNet JSON (:mod:`ffnumba.symbol.json`). This module sits above
+``symbol.py`` and ``json.py``; neither imports it.
 """
-from ..attribute import AttrScope, normalize_key
-from ..base import ParamError, _Null
-from ..name import NameManager
-from ..ops.registry import get_op
+from ..dtype import dtype_code
 from .graph import Node
+from .symbol import Symbol, make_op_symbol, _scope_attrs
 
-__all__ = ['make_op_symbol']
+__all__ = ['Variable', 'var', 'Group', 'load', 'load_json', 'make_op_symbol']
 
-
-def _scope_attrs(attr):
-    attrs = AttrScope.current.get(attr)
-    out = {}
-    for k, v in attrs.items():
-        if not isinstance(v, str):
-            raise ValueError('Attributes need to be string. Received: %s=%r' % (k, v))
-        out[normalize_key(k)] = v
-    return out
+_STYPE_CODES = {'default': 0, 'row_sparse': 1, 'csr': 2}
 
 
-def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
-    """Apply operator ``op`` (an OpDef) to input symbols and params.
+def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
+             stype=None, **kwargs):
+    """A named input of a graph (an ``op: "null"`` node).
 
     Parameters
     ----------
-    op : OpDef
-    args : sequence of Symbol
-        Inputs by position (argument order, then aux).
-    kwargs : dict
-        Inputs by name (Symbol values) and params (anything else; ``_Null``
-        values are skipped).
-    name : str, optional
-        Node name; default ``NameManager.current.get(None, hint)``.
+    name : str
     attr : dict of str, optional
-        Extra attributes (merged over the current :class:`AttrScope`).
-    hint : str, optional
-        Auto-name prefix (default ``op.hint``).
+        Extra attributes (merged over the current :class:`~ffnumba.AttrScope`).
+    shape : tuple of int, optional
+        Shape hint, stored as ``__shape__``.
+    lr_mult, wd_mult : float, optional
+        Learning-rate / weight-decay multipliers (``__lr_mult__``, ``__wd_mult__``).
+    dtype : str or numpy dtype, optional
+        Stored as MXNet's dtype code in ``__dtype__``.
+    init : Initializer or str, optional
+        Stored as ``init.dumps()`` (or the string) in ``__init__``.
+    stype : str, optional
+        Storage type (``'default'``); stored as ``__storage_type__``.
+    **kwargs : str
+        More attributes; names must look like ``__name__``.
 
     Returns
     -------
     Symbol
-        All visible outputs of the new node.
 
     Raises
     ------
-    ParamError
-        For bad params, unknown or duplicate inputs, or too many inputs.
+    TypeError
+        If ``name`` is not a string.
+    ValueError
+        For an extra attribute that is not a dunder name.
     """
-    from .symbol import Symbol
-    sym_kw, params = {}, {}
-    for k, v in kwargs.items():
-        if isinstance(v, Symbol):
-            sym_kw[k] = v
-        elif v is not _Null:
-            params[k] = v
-    args = list(args)
-    if op.variadic:
-        if sym_kw:
-            raise ParamError('%s: inputs go by position (*data); got keyword inputs %s'
-                             % (op.name, sorted(sym_kw)))
-        if op.variadic not in params:
-            params[op.variadic] = len(args)
-    p = op.parse_params(params)
+    if not isinstance(name, str):
+        raise TypeError('Expect a string for variable `name`')
     attrs = _scope_attrs(attr)
-    name = NameManager.current.get(name, hint or op.hint)
-    in_names = list(op.list_arguments(p)) + list(op.list_aux(p))
-    if len(args) > len(in_names):
-        raise ParamError('%s: takes at most %d inputs (%s), got %d'
-                         % (op.name, len(in_names), ', '.join(in_names), len(args)))
-    inputs = [None] * len(in_names)
-    for i, a in enumerate(args):
-        if a is not None and not isinstance(a, Symbol):
-            raise ParamError('%s: input `%s` must be a Symbol. Received: %s=%r'
-                             % (op.name, in_names[i], in_names[i], a))
-        inputs[i] = a
-    for k, v in sym_kw.items():
-        if k not in in_names:
-            raise ParamError('%s: unknown input `%s`. Inputs: %s'
-                             % (op.name, k, ', '.join(in_names)))
-        i = in_names.index(k)
-        if inputs[i] is not None:
-            raise ParamError('%s: input `%s` given twice' % (op.name, k))
-        inputs[i] = v
-    var_attrs = p.to_attrs()
-    var_attrs.update(attrs)
-    extra = getattr(op, 'input_attrs', None)
-    if callable(extra):
-        extra = extra(p)
-    if extra is None:
-        extra = _default_aux_attrs(op.list_aux(p))
-    entries = []
-    for nm, s in zip(in_names, inputs):
-        if s is None:
-            va = dict(var_attrs)
-            va.update(extra.get(nm, {}))
-            entries.append((Node(None, '%s_%s' % (name, nm), attrs=va), 0))
+    if shape is not None:
+        attrs['__shape__'] = str(shape)
+    if lr_mult is not None:
+        attrs['__lr_mult__'] = str(lr_mult)
+    if wd_mult is not None:
+        attrs['__wd_mult__'] = str(wd_mult)
+    if dtype is not None:
+        attrs['__dtype__'] = str(dtype_code(dtype))
+    if init is not None:
+        if not isinstance(init, str):
+            init = init.dumps() if hasattr(init, 'dumps') else str(init)
+        attrs['__init__'] = init
+    if stype is not None:
+        if stype not in _STYPE_CODES:
+            raise ValueError('Variable %s: unknown stype %r' % (name, stype))
+        attrs['__storage_type__'] = str(_STYPE_CODES[stype])
+    for k, v in kwargs.items():
+        if k.startswith('__') and k.endswith('__'):
+            attrs[k] = str(v)
         else:
-            if len(s._outputs) != 1:
-                raise ParamError('%s: input `%s` must have one output; it is a group of %d '
-                                 '(%s)' % (op.name, nm, len(s._outputs), s.list_outputs()))
-            entries.append(s._outputs[0])
-    node = Node(op, name, p, attrs, entries)
-    return Symbol([(node, i) for i in range(node.num_outputs())])
+            raise ValueError('Attribute name=%s is not supported. Additional attributes must '
+                             'start and end with double underscores, e.g, __yourattr__' % k)
+    return Symbol([(Node(None, name, attrs=attrs), 0)])
 
 
-def _default_aux_attrs(aux_names):
-    """MXNet's initial values of running statistics (zero means, unit variances)."""
-    out = {}
-    for nm in aux_names:
-        if nm.endswith('moving_mean') or nm.endswith('running_mean'):
-            out[nm] = {'__init__': '["zero", {}]'}
-        elif nm.endswith('moving_var') or nm.endswith('running_var'):
-            out[nm] = {'__init__': '["one", {}]'}
-    return out
+var = Variable
 
 
-def _make(opname, hint, args, **params):
-    return make_op_symbol(get_op(opname), args, params, hint=hint)
+def Group(symbols):
+    """One symbol whose outputs are the outputs of ``symbols``, in order.
+
+    Raises
+    ------
+    TypeError
+        If ``symbols`` is empty or holds something that is not a Symbol.
+    """
+    symbols = list(symbols)
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError('Expected a list of symbols as input')
+    outs = []
+    for s in symbols:
+        outs.extend(s._outputs)
+    return Symbol(outs)
+
+
+def load(fname):
+    """Load a symbol from an MXNet JSON file.
+
+    Raises
+    ------
+    FFError
+        Naming the file when it is missing, not JSON, or names an unknown operator.
+    """
+    from .json import load_file
+    return Symbol(load_file(fname))
+
+
+def load_json(json_str):
+    """Load a symbol from an MXNet JSON string (new or old ``param``/``attr`` layout)."""
+    from .json import from_json
+    return Symbol(from_json(json_str))

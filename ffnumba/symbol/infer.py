@@ -14,13 +14,15 @@ A conflict raises :class:`~ffnumba.base.ShapeError` (or
 """
 import ast
 import inspect
+import warnings
 
 import numpy as np
 
 from ..base import FFError, ShapeError, DTypeError
-from ..dtype import code_dtype
+from ..dtype import code_dtype, np_dtype
 
-__all__ = ['infer_shapes', 'infer_types', 'fmt_provided', 'fmt_inferred']
+__all__ = ['infer_shapes', 'infer_types', 'symbol_shapes', 'symbol_types', 'fmt_provided',
+           'fmt_inferred']
 
 _ACCEPTS_OUT = {}
 
@@ -222,3 +224,67 @@ def infer_types(view, known, use_hints=True):
                           'inferred type=%s' % (name, np.dtype(cur).name, np.dtype(new).name))
 
     return _run(view, values, call, err)
+
+
+# ------------------------------------------------------------ Symbol.infer_shape / infer_type
+def _known(view, what, args, kwargs):
+    """``{input name: value}`` from positional (argument order) or keyword values."""
+    names = view.arg_names()
+    inputs = names + view.aux_names()
+    known = {}
+    if args and kwargs:
+        raise FFError('%s: give known values either by position or by keyword, not both'
+                      % what)
+    if len(args) > len(names):
+        raise FFError('%s: %d positional values for %d arguments %s'
+                      % (what, len(args), len(names), names))
+    for n, v in zip(names, args):
+        if v is not None:
+            known[n] = v
+    for k, v in kwargs.items():
+        if k not in inputs:
+            raise FFError('%s: keyword argument name %s not found.\nCandidate arguments:\n%s'
+                          % (what, k, '\n'.join('\t[%d]%s' % x for x in enumerate(inputs))))
+        if v is not None:
+            known[k] = v
+    return known
+
+
+def symbol_shapes(view, args, kwargs, partial):
+    """``Symbol.infer_shape`` (``partial=False``) and ``infer_shape_partial`` (True).
+
+    Returns ``(arg_shapes, out_shapes, aux_shapes)``; see
+    :meth:`ffnumba.symbol.Symbol.infer_shape`.
+    """
+    known = _known(view, 'infer_shape', args, kwargs)
+    shapes = infer_shapes(view, known)
+    arg_s = [shapes[view.entry_ptr[i]] for i in view.arg_nodes]
+    aux_s = [shapes[view.entry_ptr[i]] for i in view.aux_nodes]
+    out_s = [shapes[e] for e in view.heads]
+    if partial:
+        fix = lambda l: [s if s is not None else () for s in l]
+        return fix(arg_s), fix(out_s), fix(aux_s)
+    if any(s is None for s in arg_s + aux_s + out_s):
+        unknown = ['%s: ()' % n for n, s in zip(view.arg_names(), arg_s) if s is None]
+        warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
+                      'unknown dimensions). Consider providing them as input:\n\t'
+                      + '\n\t'.join(unknown[:10]), stacklevel=3)
+        return None, None, None
+    return arg_s, out_s, aux_s
+
+
+def symbol_types(view, args, kwargs, partial):
+    """``Symbol.infer_type`` (``partial=False``) and ``infer_type_partial`` (True)."""
+    known = _known(view, 'infer_type', args, kwargs)
+    known = {k: np_dtype(v, 'infer_type: %s' % k) for k, v in known.items()}
+    types = infer_types(view, known)
+    conv = lambda l: [None if t is None else np.dtype(t).type for t in l]
+    arg_t = conv(types[view.entry_ptr[i]] for i in view.arg_nodes)
+    aux_t = conv(types[view.entry_ptr[i]] for i in view.aux_nodes)
+    out_t = conv(types[e] for e in view.heads)
+    if not partial and any(t is None for t in arg_t + aux_t + out_t):
+        unknown = ['%s: None' % n for n, t in zip(view.arg_names(), arg_t) if t is None]
+        warnings.warn('Cannot decide type for the following arguments. Consider providing '
+                      'them as input:\n\t' + '\n\t'.join(unknown[:10]), stacklevel=2)
+        return None, None, None
+    return arg_t, out_t, aux_t

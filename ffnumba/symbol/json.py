@@ -174,14 +174,16 @@ def _user_attrs(attrs):
 
 
 def from_json(json_str, source='JSON string'):
-    """Build a Symbol from MXNet JSON text.
+    """The output entries ``[(node, index)]`` of the graph in MXNet JSON text.
+
+    :func:`ffnumba.symbol.load_json` wraps them in a Symbol (this module
+    works on graph nodes only and never imports the Symbol class).
 
     Raises
     ------
     FFError
         For text that is not a symbol graph or that names an unknown operator.
     """
-    from .symbol import Symbol
     try:
         doc = _json.loads(json_str)
     except (ValueError, TypeError) as e:
@@ -236,7 +238,7 @@ def from_json(json_str, source='JSON string'):
         if i >= n.num_outputs():
             raise FFError('Cannot load symbol from %s: head %s output %d does not exist'
                           % (source, n.name, i))
-    return Symbol(heads)
+    return heads
 
 
 def save_file(symbol, fname):
@@ -257,7 +259,7 @@ def save_file(symbol, fname):
 
 
 def load_file(fname):
-    """Read a symbol from an MXNet JSON file, naming the file in any error."""
+    """The output entries of the graph in an MXNet JSON file, naming the file in any error."""
     if not isinstance(fname, str) and not isinstance(fname, os.PathLike):
         raise TypeError('fname required to be a string')
     try:

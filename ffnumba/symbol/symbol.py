@@ -4,24 +4,21 @@ A :class:`Symbol` is a list of output entries ``(node, index)``; nodes are
 shared between symbols. Composition (``__call__``) copies the graph; only
 ``_set_attr`` changes a node in place, as in MXNet.
 ``ff.sym.<Op>`` functions (generated from the operator registry) and the
-arithmetic overloads build new nodes; :func:`Variable` makes an input.
+arithmetic overloads build new nodes (:func:`make_op_symbol`);
+:func:`~ffnumba.symbol.compose.Variable` makes an input.
 """
 import numbers
-import warnings
 
 import numpy as np
 
-from ..attribute import HIDDEN_KEYS, normalize_key
-from ..base import FFError
-from ..dtype import np_dtype, dtype_code
+from ..attribute import AttrScope, HIDDEN_KEYS, normalize_key
+from ..base import FFError, ParamError, _Null
+from ..name import NameManager
 from ..ops.registry import get_op
 from .graph import Node, GraphView, topo_order
 from . import infer as _infer
-from .compose import make_op_symbol, _make, _scope_attrs
 
-__all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'make_op_symbol']
-
-_STYPE_CODES = {'default': 0, 'row_sparse': 1, 'csr': 2}
+__all__ = ['Symbol', 'make_op_symbol']
 
 
 def _with_twins(attrs):
@@ -235,8 +232,7 @@ class Symbol:
 
     def __setstate__(self, state):
         from .json import from_json
-        other = from_json(state['json'])
-        self._outputs = other._outputs
+        self._outputs = from_json(state['json'])
         self._view_cache = None
 
     # ------------------------------------------------------------ operators
@@ -322,28 +318,6 @@ class Symbol:
         return True
 
     # ------------------------------------------------------------ inference
-    def _known(self, what, args, kwargs):
-        view = self._view()
-        names = view.arg_names()
-        inputs = names + view.aux_names()
-        known = {}
-        if args and kwargs:
-            raise FFError('%s: give known values either by position or by keyword, not both'
-                          % what)
-        if len(args) > len(names):
-            raise FFError('%s: %d positional values for %d arguments %s'
-                          % (what, len(args), len(names), names))
-        for n, v in zip(names, args):
-            if v is not None:
-                known[n] = v
-        for k, v in kwargs.items():
-            if k not in inputs:
-                raise FFError('%s: keyword argument name %s not found.\nCandidate arguments:\n%s'
-                              % (what, k, '\n'.join('\t[%d]%s' % x for x in enumerate(inputs))))
-            if v is not None:
-                known[k] = v
-        return view, known
-
     def infer_shape(self, *args, **kwargs):
         """Infer argument, output and auxiliary shapes from the given ones.
 
@@ -365,28 +339,11 @@ class Symbol:
         ShapeError
             ``Error in operator <node>: Shape inconsistent ...`` on a conflict.
         """
-        return self._infer_shape_impl(False, args, kwargs)
+        return _infer.symbol_shapes(self._view(), args, kwargs, partial=False)
 
     def infer_shape_partial(self, *args, **kwargs):
         """Like :meth:`infer_shape`, with ``()`` for unknown shapes and no warning."""
-        return self._infer_shape_impl(True, args, kwargs)
-
-    def _infer_shape_impl(self, partial, args, kwargs):
-        view, known = self._known('infer_shape', args, kwargs)
-        shapes = _infer.infer_shapes(view, known)
-        arg_s = [shapes[view.entry_ptr[i]] for i in view.arg_nodes]
-        aux_s = [shapes[view.entry_ptr[i]] for i in view.aux_nodes]
-        out_s = [shapes[e] for e in view.heads]
-        if partial:
-            fix = lambda l: [s if s is not None else () for s in l]
-            return fix(arg_s), fix(out_s), fix(aux_s)
-        if any(s is None for s in arg_s + aux_s + out_s):
-            unknown = ['%s: ()' % n for n, s in zip(view.arg_names(), arg_s) if s is None]
-            warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
-                          'unknown dimensions). Consider providing them as input:\n\t'
-                          + '\n\t'.join(unknown[:10]), stacklevel=3)
-            return None, None, None
-        return arg_s, out_s, aux_s
+        return _infer.symbol_shapes(self._view(), args, kwargs, partial=True)
 
     def infer_type(self, *args, **kwargs):
         """Infer argument, output and auxiliary dtypes (numpy type classes).
@@ -398,26 +355,11 @@ class Symbol:
         DTypeError
             On inconsistent types, naming the operator.
         """
-        return self._infer_type_impl(False, args, kwargs)
+        return _infer.symbol_types(self._view(), args, kwargs, partial=False)
 
     def infer_type_partial(self, *args, **kwargs):
         """Like :meth:`infer_type`, with ``None`` for unknown types and no warning."""
-        return self._infer_type_impl(True, args, kwargs)
-
-    def _infer_type_impl(self, partial, args, kwargs):
-        view, known = self._known('infer_type', args, kwargs)
-        known = {k: np_dtype(v, 'infer_type: %s' % k) for k, v in known.items()}
-        types = _infer.infer_types(view, known)
-        conv = lambda l: [None if t is None else np.dtype(t).type for t in l]
-        arg_t = conv(types[view.entry_ptr[i]] for i in view.arg_nodes)
-        aux_t = conv(types[view.entry_ptr[i]] for i in view.aux_nodes)
-        out_t = conv(types[e] for e in view.heads)
-        if not partial and any(t is None for t in arg_t + aux_t + out_t):
-            unknown = ['%s: None' % n for n, t in zip(view.arg_names(), arg_t) if t is None]
-            warnings.warn('Cannot decide type for the following arguments. Consider providing '
-                          'them as input:\n\t' + '\n\t'.join(unknown[:10]), stacklevel=2)
-            return None, None, None
-        return arg_t, out_t, aux_t
+        return _infer.symbol_types(self._view(), args, kwargs, partial=True)
 
     # ------------------------------------------------------------ serialisation
     def tojson(self, remove_amp_cast=True):
@@ -486,6 +428,116 @@ class Symbol:
         return exe.forward(is_train=False)
 
 
+# ------------------------------------------------------------ applying an operator
+def _scope_attrs(attr):
+    attrs = AttrScope.current.get(attr)
+    out = {}
+    for k, v in attrs.items():
+        if not isinstance(v, str):
+            raise ValueError('Attributes need to be string. Received: %s=%r' % (k, v))
+        out[normalize_key(k)] = v
+    return out
+
+
+def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
+    """Apply operator ``op`` (an OpDef) to input symbols and params.
+
+    Parameters
+    ----------
+    op : OpDef
+    args : sequence of Symbol
+        Inputs by position (argument order, then aux).
+    kwargs : dict
+        Inputs by name (Symbol values) and params (anything else; ``_Null``
+        values are skipped).
+    name : str, optional
+        Node name; default ``NameManager.current.get(None, hint)``.
+    attr : dict of str, optional
+        Extra attributes (merged over the current :class:`AttrScope`).
+    hint : str, optional
+        Auto-name prefix (default ``op.hint``).
+
+    Returns
+    -------
+    Symbol
+        All visible outputs of the new node.
+
+    Raises
+    ------
+    ParamError
+        For bad params, unknown or duplicate inputs, or too many inputs.
+    """
+    sym_kw, params = {}, {}
+    for k, v in kwargs.items():
+        if isinstance(v, Symbol):
+            sym_kw[k] = v
+        elif v is not _Null:
+            params[k] = v
+    args = list(args)
+    if op.variadic:
+        if sym_kw:
+            raise ParamError('%s: inputs go by position (*data); got keyword inputs %s'
+                             % (op.name, sorted(sym_kw)))
+        if op.variadic not in params:
+            params[op.variadic] = len(args)
+    p = op.parse_params(params)
+    attrs = _scope_attrs(attr)
+    name = NameManager.current.get(name, hint or op.hint)
+    in_names = list(op.list_arguments(p)) + list(op.list_aux(p))
+    if len(args) > len(in_names):
+        raise ParamError('%s: takes at most %d inputs (%s), got %d'
+                         % (op.name, len(in_names), ', '.join(in_names), len(args)))
+    inputs = [None] * len(in_names)
+    for i, a in enumerate(args):
+        if a is not None and not isinstance(a, Symbol):
+            raise ParamError('%s: input `%s` must be a Symbol. Received: %s=%r'
+                             % (op.name, in_names[i], in_names[i], a))
+        inputs[i] = a
+    for k, v in sym_kw.items():
+        if k not in in_names:
+            raise ParamError('%s: unknown input `%s`. Inputs: %s'
+                             % (op.name, k, ', '.join(in_names)))
+        i = in_names.index(k)
+        if inputs[i] is not None:
+            raise ParamError('%s: input `%s` given twice' % (op.name, k))
+        inputs[i] = v
+    var_attrs = p.to_attrs()
+    var_attrs.update(attrs)
+    extra = getattr(op, 'input_attrs', None)
+    if callable(extra):
+        extra = extra(p)
+    if extra is None:
+        extra = _default_aux_attrs(op.list_aux(p))
+    entries = []
+    for nm, s in zip(in_names, inputs):
+        if s is None:
+            va = dict(var_attrs)
+            va.update(extra.get(nm, {}))
+            entries.append((Node(None, '%s_%s' % (name, nm), attrs=va), 0))
+        else:
+            if len(s._outputs) != 1:
+                raise ParamError('%s: input `%s` must have one output; it is a group of %d '
+                                 '(%s)' % (op.name, nm, len(s._outputs), s.list_outputs()))
+            entries.append(s._outputs[0])
+    node = Node(op, name, p, attrs, entries)
+    return Symbol([(node, i) for i in range(node.num_outputs())])
+
+
+def _default_aux_attrs(aux_names):
+    """MXNet's initial values of running statistics (zero means, unit variances)."""
+    out = {}
+    for nm in aux_names:
+        if nm.endswith('moving_mean') or nm.endswith('running_mean'):
+            out[nm] = {'__init__': '["zero", {}]'}
+        elif nm.endswith('moving_var') or nm.endswith('running_var'):
+            out[nm] = {'__init__': '["one", {}]'}
+    return out
+
+
+def _make(opname, hint, args, **params):
+    return make_op_symbol(get_op(opname), args, params, hint=hint)
+
+
 #: MXNet's fluent methods: ``x.reshape(shape=(2, -1))`` is ``ff.sym.reshape(x, shape=...)``.
 _FLUENT = ('reshape', 'reshape_like', 'zeros_like', 'ones_like', 'broadcast_axes', 'repeat', 'pad',
            'swapaxes', 'split', 'slice', 'slice_axis', 'slice_like', 'take', 'one_hot', 'pick',
@@ -522,102 +574,3 @@ def _astype(self, dtype, **kwargs):
 
 
 Symbol.astype = _astype
-
-
-def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
-             stype=None, **kwargs):
-    """A named input of a graph (an ``op: "null"`` node).
-
-    Parameters
-    ----------
-    name : str
-    attr : dict of str, optional
-        Extra attributes (merged over the current :class:`~ffnumba.AttrScope`).
-    shape : tuple of int, optional
-        Shape hint, stored as ``__shape__``.
-    lr_mult, wd_mult : float, optional
-        Learning-rate / weight-decay multipliers (``__lr_mult__``, ``__wd_mult__``).
-    dtype : str or numpy dtype, optional
-        Stored as MXNet's dtype code in ``__dtype__``.
-    init : Initializer or str, optional
-        Stored as ``init.dumps()`` (or the string) in ``__init__``.
-    stype : str, optional
-        Storage type (``'default'``); stored as ``__storage_type__``.
-    **kwargs : str
-        More attributes; names must look like ``__name__``.
-
-    Returns
-    -------
-    Symbol
-
-    Raises
-    ------
-    TypeError
-        If ``name`` is not a string.
-    ValueError
-        For an extra attribute that is not a dunder name.
-    """
-    if not isinstance(name, str):
-        raise TypeError('Expect a string for variable `name`')
-    attrs = _scope_attrs(attr)
-    if shape is not None:
-        attrs['__shape__'] = str(shape)
-    if lr_mult is not None:
-        attrs['__lr_mult__'] = str(lr_mult)
-    if wd_mult is not None:
-        attrs['__wd_mult__'] = str(wd_mult)
-    if dtype is not None:
-        attrs['__dtype__'] = str(dtype_code(dtype))
-    if init is not None:
-        if not isinstance(init, str):
-            init = init.dumps() if hasattr(init, 'dumps') else str(init)
-        attrs['__init__'] = init
-    if stype is not None:
-        if stype not in _STYPE_CODES:
-            raise ValueError('Variable %s: unknown stype %r' % (name, stype))
-        attrs['__storage_type__'] = str(_STYPE_CODES[stype])
-    for k, v in kwargs.items():
-        if k.startswith('__') and k.endswith('__'):
-            attrs[k] = str(v)
-        else:
-            raise ValueError('Attribute name=%s is not supported. Additional attributes must '
-                             'start and end with double underscores, e.g, __yourattr__' % k)
-    return Symbol([(Node(None, name, attrs=attrs), 0)])
-
-
-var = Variable
-
-
-def Group(symbols):
-    """One symbol whose outputs are the outputs of ``symbols``, in order.
-
-    Raises
-    ------
-    TypeError
-        If ``symbols`` is empty or holds something that is not a Symbol.
-    """
-    symbols = list(symbols)
-    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
-        raise TypeError('Expected a list of symbols as input')
-    outs = []
-    for s in symbols:
-        outs.extend(s._outputs)
-    return Symbol(outs)
-
-
-def load(fname):
-    """Load a symbol from an MXNet JSON file.
-
-    Raises
-    ------
-    FFError
-        Naming the file when it is missing, not JSON, or names an unknown operator.
-    """
-    from .json import load_file
-    return load_file(fname)
-
-
-def load_json(json_str):
-    """Load a symbol from an MXNet JSON string (new or old ``param``/``attr`` layout)."""
-    from .json import from_json
-    return from_json(json_str)

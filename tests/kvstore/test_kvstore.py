@@ -120,6 +120,21 @@ def test_errors_name_the_problem():
         kvs.create(3)
 
 
+def test_state_file_errors_name_the_file(tmp_path):
+    kv = kvs.create('local')
+    kv.set_optimizer(ff.optimizer.create('sgd', momentum=0.9))
+    missing = str(tmp_path / 'missing.states')
+    with pytest.raises(FFError, match='cannot read .*missing.states'):
+        kv.load_optimizer_states(missing)
+    bad = tmp_path / 'bad.states'
+    bad.write_bytes(b'garbage')
+    with pytest.raises(FFError, match='bad.states.*too short'):
+        kv.load_optimizer_states(str(bad))
+    bad.write_bytes(b'\x80\x04pickled')
+    with pytest.raises(FFError, match='bad.states.*pickle'):
+        kv.load_optimizer_states(str(bad))
+
+
 def test_two_bit_compression_on_device_store():
     kv = kvs.create('device')
     kv.set_gradient_compression({'type': '2bit', 'threshold': 0.5})

@@ -7,7 +7,7 @@ import pytest
 import ffnumba as ff
 import ffnumba.ndarray as nd
 import ffnumba.optimizer as opt
-from ffnumba.ops import templates
+from ffnumba import jit
 
 CONFIGS = {
     'sgd': [dict(), dict(momentum=0.9)], 'ccsgd': [dict(momentum=0.5)],
@@ -34,7 +34,7 @@ def _run(name, kw, ctx, dtype='float32', steps=2):
 @pytest.mark.parametrize('name,kw', CASES, ids=['%s-%d' % (n, i) for i, (n, _) in
                                                  enumerate(CASES)])
 def test_gpu_update_equals_cpu(name, kw, monkeypatch):
-    monkeypatch.setattr(templates, 'GPU_THREADS', 4)  # several blocks on 10 elements
+    monkeypatch.setattr(jit, 'GPU_THREADS', 4)  # several blocks on 10 elements
     wc, uc = _run(name, kw, ff.cpu())
     wg, ug = _run(name, kw, ff.gpu(0))
     assert wg.context == ff.gpu(0)

@@ -166,6 +166,8 @@ register_op(OpDef(
     forward=_FWD,
     backward={'cpu': _const_backward(0.0, 'cpu'), 'gpu': _const_backward(0.0, 'gpu')},
     is_loss=True,
+    backward_reads=(),
+    passes_gradient=False,
     doc=__doc__,
     input_docs={'data': 'Input array.'},
 ))

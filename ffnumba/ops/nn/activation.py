@@ -137,6 +137,8 @@ register_op(OpDef(
     infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
     forward={d: _dispatch(0, d) for d in ('cpu', 'gpu')},
     backward={d: _dispatch(1, d) for d in ('cpu', 'gpu')},
+    # the gradient is written in terms of y, except softsign's (in terms of x)
+    backward_reads=lambda p: ('inputs',) if p.act_type == 'softsign' else ('outputs',),
     params=ActivationParam,
     doc=__doc__,
     input_docs={'data': 'Input array.'},

@@ -257,6 +257,7 @@ register_op(OpDef(
     infer_shape=_infer_shape,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
     backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
+    backward_reads=('inputs',),     # dx = dy W, dW = dy^T x, db = sum dy: never y
     params=FullyConnectedParam,
     doc=__doc__,
     input_docs={'data': 'Input data.',

@@ -223,8 +223,8 @@ def test_gpu_training_step_matches_cpu(p, shape, monkeypatch):
     """A training forward + backward on the (simulated) GPU equals the CPU kernels:
     outputs, gradients, gamma and the updated moving statistics."""
     from ffnumba.context import cpu, gpu
-    from ffnumba.ops import templates
-    monkeypatch.setattr(templates, 'GPU_THREADS', 32)   # several blocks: exercise the edges
+    from ffnumba import jit
+    monkeypatch.setattr(jit, 'GPU_THREADS', 32)   # several blocks: exercise the edges
     rng = np.random.default_rng(7)
     x = rng.standard_normal(shape)
     c = shape[p.get('axis', 1)]

@@ -269,8 +269,8 @@ def gpu_matches_cpu(op_name, p, shapes, monkeypatch, head_seed=7):
     block so the grid-stride loops wrap.
     """
     from numba import cuda
-    from ffnumba.ops import templates
-    monkeypatch.setattr(templates, 'GPU_THREADS', 16)
+    from ffnumba import jit
+    monkeypatch.setattr(jit, 'GPU_THREADS', 16)
     op = get_op(op_name)
     params = op.parse_params(p)
     names = op.list_arguments(params)

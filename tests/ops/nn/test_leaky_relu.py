@@ -164,9 +164,9 @@ def test_golden_mxnet(case):
 def test_gpu_prelu_rrelu(monkeypatch):
     """prelu with a shared gamma, rrelu in evaluation and in training, on the (simulated) GPU."""
     from ffnumba.context import cpu, gpu
-    from ffnumba.ops import templates
+    from ffnumba import jit
     from ffnumba.testing import check_consistency
-    monkeypatch.setattr(templates, 'GPU_THREADS', 8)   # several blocks: exercise the edges
+    monkeypatch.setattr(jit, 'GPU_THREADS', 8)   # several blocks: exercise the edges
     rng = np.random.default_rng(2)
     x = _away_from_kink(rng, (3, 4, 5))
     s = sym.LeakyReLU(sym.Variable('data'), sym.Variable('g'), act_type='prelu', name='lr')

@@ -207,9 +207,13 @@ def test_template_bodies_get_reproducible_cache_identities():
     assert b.__dict__.get('_MemoMixin__uuid') != a.__dict__['_MemoMixin__uuid']
 
 
-def test_templates_reexports_the_broadcast_templates():
-    # the broadcast/reduce templates moved to broadcast_templates; old imports keep working
+def test_kernel_infrastructure_has_one_home():
+    # JIT options and launch helpers live in ffnumba.jit; templates only imports them,
+    # and GPU_THREADS is read from ffnumba.jit alone (patching templates would do nothing).
+    from ffnumba import jit
     from ffnumba.ops import broadcast_templates, templates
-    for name in broadcast_templates.__all__:
-        assert getattr(templates, name) is getattr(broadcast_templates, name)
-        assert name in templates.__all__
+    for name in ('JIT', 'LazyCudaKernel', 'launch_1d', 'f16_safe', 'fill_gpu', 'import_cuda'):
+        assert getattr(templates, name) is getattr(jit, name)
+    assert broadcast_templates.LazyCudaKernel is jit.LazyCudaKernel
+    assert not hasattr(templates, 'GPU_THREADS')
+    assert not hasattr(templates, 'make_reduce')

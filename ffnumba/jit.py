@@ -1,0 +1,190 @@
+"""Kernel infrastructure shared by every kernel family: ``ops/`` and ``optimizer/``.
+
+The one home of what a compiled kernel needs, below both the operator
+templates (:mod:`ffnumba.ops.templates`) and the optimizer update kernels
+(:mod:`ffnumba.optimizer.kernels`):
+
+* :data:`JIT` / :data:`FASTMATH`: the options of every CPU ``@njit`` kernel;
+* :func:`import_cuda`, :class:`LazyCudaKernel`, :func:`launch_1d`,
+  :data:`GPU_THREADS`, :data:`fill_gpu`: GPU kernels built on first use (so
+  importing ffnumba never needs numba-cuda) and launched as grid-stride loops;
+* :func:`f16_safe`, ``_up``/``_down``/``_flat``: float16 computed in float32
+  on the CPU (numba's CPU backend has no float16);
+* :func:`stable_cache_key`: reproducible on-disk cache keys for closures.
+
+It imports only numpy and numba; nothing in ffnumba sits below it but the
+standard library.
+"""
+import functools
+
+import numpy as np
+
+__all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
+           'f16_safe', 'stable_cache_key', 'fill_gpu']
+
+#: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
+cuda = None
+
+
+def import_cuda(module_globals):
+    """Bind ``numba.cuda`` as the global ``cuda`` of a kernel module and return it.
+
+    Kernels must reach ``cuda`` through their module's globals (not a local
+    import): numba's CUDA simulator swaps that global when it runs a kernel.
+    Call it as ``import_cuda(globals())`` inside a kernel builder.
+    """
+    if module_globals.get('cuda') is None:
+        from numba import cuda as _cuda
+        module_globals['cuda'] = _cuda
+    return module_globals['cuda']
+
+#: Fast-math flags for every kernel: no ``nnan``/``ninf``, so NaN and inf behave.
+FASTMATH = {'nsz', 'arcp', 'contract', 'afn', 'reassoc'}
+#: Options of every CPU kernel. ``error_model='numpy'``: x/0 gives inf or nan as in
+#: numpy (and MXNet) instead of raising, and loops skip the division checks.
+JIT = dict(cache=True, nogil=True, fastmath=FASTMATH, error_model='numpy')
+#: Threads per block for template GPU kernels (tests shrink it to hit block edges).
+GPU_THREADS = 256
+
+
+class LazyCudaKernel:
+    """A ``@cuda.jit`` kernel built on its first launch.
+
+    Parameters
+    ----------
+    build : callable() -> numba CUDA kernel
+        Imports ``numba.cuda`` and returns the compiled kernel object.
+    """
+
+    def __init__(self, build):
+        self._build = build
+        self._kernel = None
+
+    @property
+    def kernel(self):
+        if self._kernel is None:
+            self._kernel = self._build()
+        return self._kernel
+
+    def launch(self, n, *args):
+        """Launch over ``n`` elements with a 1-D grid (grid-stride loop inside)."""
+        launch_1d(self.kernel, n, *args)
+
+
+def launch_1d(kernel, n, *args):
+    """Launch a grid-stride kernel over ``n`` elements.
+
+    Parameters
+    ----------
+    kernel : numba CUDA kernel
+        A ``@cuda.jit`` grid-stride loop (every thread walks ``i += gridsize``).
+    n : int
+        Work items; blocks = ``ceil(n / GPU_THREADS)``, at least 1, at most 4096.
+    *args
+        Kernel arguments.
+    """
+    threads = GPU_THREADS
+    blocks = max(1, min((n + threads - 1) // threads, 4096))
+    kernel[blocks, threads](*args)
+
+
+def _build_fill():
+    import_cuda(globals())
+
+    @cuda.jit
+    def k(x, v):
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for i in range(start, x.size, stride):
+            x[i] = v
+    return k
+
+
+#: GPU kernel ``x[:] = v`` over a flat array.
+fill_gpu = LazyCudaKernel(_build_fill)
+
+
+def _flat(a):
+    return a.reshape(-1)
+
+
+def _up(a, keep=True):
+    """A float32 twin of a float16 array (CPU @njit has no float16); others as they are.
+
+    ``keep=False`` skips copying the values (a buffer the kernel overwrites).
+    """
+    if a.dtype != np.float16:
+        return a
+    return a.astype(np.float32) if keep else np.empty(a.shape, np.float32)
+
+
+def _down(dst, src):
+    """Copy a float32 twin made by :func:`_up` back into its float16 array."""
+    if src is not dst:
+        dst[...] = src.reshape(dst.shape)
+
+
+def f16_safe(fn):
+    """Run a CPU compute function on float32 copies of its float16 arrays.
+
+    numba's CPU backend has no float16. Every float16 array in the list
+    arguments of ``fn(ctx, p, *lists)`` (a compute function of the registry
+    contract) is copied to float32, ``fn`` runs on the copies, and each copy is
+    cast back into its array: outputs, gradients (``'add'`` accumulates in
+    float32, then rounds once) and in-place updated aux states alike. Other
+    dtypes pass through untouched, so the wrapper costs nothing for them.
+
+    Parameters
+    ----------
+    fn : callable(ctx, p, *lists)
+        A CPU ``forward`` or ``backward`` of :class:`~ffnumba.ops.registry.OpDef`.
+
+    Returns
+    -------
+    callable
+        ``fn`` with the same signature (``functools.wraps``).
+    """
+    @functools.wraps(fn)
+    def wrapped(ctx, p, *lists):
+        pairs = []
+        new = []
+        for lst in lists:
+            if isinstance(lst, (list, tuple)):
+                conv = []
+                for a in lst:
+                    if a is not None and getattr(a, 'dtype', None) == np.float16:
+                        c = _up(a)
+                        pairs.append((a, c))
+                        a = c
+                    conv.append(a)
+                lst = conv
+            new.append(lst)
+        if not pairs:
+            return fn(ctx, p, *lists)
+        res = fn(ctx, p, *new)
+        for orig, copy in pairs:
+            _down(orig, copy)
+        return res
+    return wrapped
+
+
+# ------------------------------------------------------------------ disk cache of closures
+def stable_cache_key(*fns):
+    """Give njit scalar bodies a deterministic identity so template kernels cache on disk.
+
+    A template kernel is a closure over its scalar bodies, and numba keys the
+    on-disk cache of a closure by the pickled closure variables. A dispatcher
+    pickles with a random per-process uuid, so without this every process
+    misses the cache, recompiles, and adds another entry to ``__pycache__``.
+    Naming each body by ``module.qualname`` makes the key reproducible (the
+    body's code is still pickled by value, so editing it changes the key).
+    Call it on the bodies before building kernels from them; already-named
+    dispatchers are left alone.
+    """
+    for f in fns:
+        if f is None or f.__dict__.get('_MemoMixin__uuid') is not None \
+                or not hasattr(f, '_set_uuid'):
+            continue
+        name = 'ffnumba:%s.%s' % (f.py_func.__module__, f.py_func.__qualname__)
+        if f._memo.get(name) is None:      # a twin (same qualname) keeps a random uuid
+            f._set_uuid(name)
+    return fns
