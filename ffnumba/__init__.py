@@ -47,4 +47,8 @@ from . import testing
 from . import testing as test_utils
 from . import layers
 from . import rnn
+# MXNet's mx.init.FusedRNN: defined beside the RNN cells' weight layout, named in ff.init here
+# (the package is the one layer above both).
+initializer.FusedRNN = rnn.cells.FusedRNN
+initializer.__all__.append('FusedRNN')
 from . import viz

@@ -36,7 +36,7 @@ _LOG = logging.getLogger(__name__)
 
 __all__ = ['InitDesc', 'Initializer', 'register', 'alias', 'create', 'Load', 'Mixed', 'Zero',
            'One', 'Constant', 'Uniform', 'Normal', 'Orthogonal', 'Xavier', 'MSRAPrelu',
-           'Bilinear', 'LSTMBias', 'FusedRNN']
+           'Bilinear', 'LSTMBias']
 
 
 class InitDesc(str):
@@ -549,53 +549,3 @@ class LSTMBias(Initializer):
         values = np.zeros(_shape(arr))
         values[n // 4:n // 2] = self.forget_bias
         arr[:] = values
-
-
-@register
-class FusedRNN(Initializer):
-    """Initialize the packed parameter vector of a fused ``RNN`` node gate by gate.
-
-    The vector is split into its per-layer, per-direction, per-gate weights and
-    biases (as :meth:`ffnumba.rnn.FusedRNNCell.unpack_weights` names them);
-    each is initialized by ``init`` (or the global initializer when None), LSTM
-    forget-gate biases get ``forget_bias`` (both ``i2h`` and ``h2h``, as MXNet does,
-    so the gate starts at ``2 * forget_bias``), and the pieces are packed back.
-
-    Parameters
-    ----------
-    init : Initializer, str (JSON) or None
-    num_hidden, num_layers : int
-    mode : {'rnn_relu', 'rnn_tanh', 'lstm', 'gru'}
-    bidirectional : bool, default False
-    forget_bias : float, default 1.0
-
-    Source: MXNet 1.9.1 ``mx.init.FusedRNN``.
-    """
-
-    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False,
-                 forget_bias=1.0):
-        if isinstance(init, str):
-            init = create(init)
-        super().__init__(init=init.dumps() if init is not None else None,
-                         num_hidden=num_hidden, num_layers=num_layers, mode=mode,
-                         bidirectional=bidirectional, forget_bias=forget_bias)
-        self._init = init
-        self._num_hidden = num_hidden
-        self._num_layers = num_layers
-        self._mode = mode
-        self._bidirectional = bidirectional
-        self._forget_bias = forget_bias
-
-    def _init_weight(self, desc, arr):
-        from .rnn.cells import FusedRNNCell
-        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode,
-                            self._bidirectional, forget_bias=self._forget_bias, prefix='')
-        flat = np.array(arr.asnumpy() if hasattr(arr, 'asnumpy') else arr).reshape(-1)
-        pieces = cell._slice_weights(flat, cell._num_input(flat.size), self._num_hidden)
-        global_init = getattr(desc, 'global_init', None) or Uniform()
-        for name, view in pieces.items():
-            if self._mode == 'lstm' and name.endswith('_f_bias'):   # i2h and h2h, as MXNet
-                view[...] = self._forget_bias
-            else:
-                (self._init or global_init)(InitDesc(name, global_init=global_init), view)
-        arr[:] = flat.reshape(_shape(arr))

@@ -21,7 +21,8 @@ DOC = os.path.join(ROOT, 'docs', 'architecture.md')
 #: module names; the first layer whose pattern matches owns the module.
 LAYERS = [
     ('foundation', ['ffnumba.base', 'ffnumba.attribute', 'ffnumba.name', 'ffnumba.random',
-                    'ffnumba.dtype', 'ffnumba.context', 'ffnumba.registry']),
+                    'ffnumba.dtype', 'ffnumba.context', 'ffnumba.registry',
+                    'ffnumba.compile_notice', 'ffnumba.blas_threads']),
     ('jit', ['ffnumba.jit']),
     ('ops', ['ffnumba.ops', 'ffnumba.ops.*']),
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),

@@ -114,7 +114,7 @@ def setup_rank(comm):
     Finds the ranks on this node (``MPI.COMM_TYPE_SHARED``), records them in
     :data:`world`, installs the abort hook when there are several ranks, and
     caps BLAS at ``cores // local_size`` threads (``FFNUMBA_BLAS_THREADS``
-    overrides; see :mod:`ffnumba.module._blas`).
+    overrides; see :mod:`ffnumba.blas_threads`).
     """
     from mpi4py import MPI
     rank, size = int(comm.Get_rank()), int(comm.Get_size())
@@ -125,7 +125,7 @@ def setup_rank(comm):
     if size > 1:
         install_abort_hook(comm)
     if local_size > 1:
-        from ..module._blas import _blas_thread_cap, _limit_blas_threads
+        from ..blas_threads import _blas_thread_cap, _limit_blas_threads
         cap = _blas_thread_cap(local_size)
         if cap:
             _limit_blas_threads(cap)

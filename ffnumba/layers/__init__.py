@@ -42,7 +42,7 @@ from .reshaping import (Add, Average, Cropping2D, LayerNormalization, Multiply, 
 from .losses import LOSSES, LossMetric
 from .model import Model, Sequential
 from .recurrent import GRU, LSTM, Bidirectional, SimpleRNN
-from .saving import load_model, model_from_config, model_from_json
+from .loading import load_model, model_from_config, model_from_json
 
 #: Keras names MXNet users also reach for.
 MaxPooling2D = MaxPool2D

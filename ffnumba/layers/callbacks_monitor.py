@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ..base import ParamError
-from .callbacks import Callback
+from .callback_base import Callback
 
 __all__ = ['EarlyStopping', 'ModelCheckpoint', 'ReduceLROnPlateau']
 

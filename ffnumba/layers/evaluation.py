@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ..base import ParamError, ShapeError
-from .losses import onehot_hint
+from .losses import _Accumulator, onehot_hint
 
 __all__ = ['EvaluationMixin']
 
@@ -215,7 +215,6 @@ class EvaluationMixin:
             yield k, idx, [o.asnumpy()[:real] for o in mod.get_outputs()]
 
     def _evaluate_prepared(self, data, labels, weights, bs, cbs=None):
-        from .training import _Accumulator
         acc = _Accumulator(self._specs)
         if cbs is not None:
             cbs.on_test_begin()

@@ -169,3 +169,32 @@ def onehot_hint(kind, y, n):
                 '(class indices). Use loss=\'categorical_crossentropy\' for one-hot labels, '
                 'or pass class indices (y.argmax(axis=1)).' % (y.shape,))
     return None
+
+
+class _Accumulator:
+    """Per-output loss and metrics over an epoch (or an evaluation)."""
+
+    def __init__(self, specs):
+        self.specs = specs
+        self.losses = [LossMetric(s.kind) for s in specs]
+        for m in [self.losses] + [s.metrics for s in specs]:
+            for metric in m:
+                metric.reset()
+
+    def update(self, labels, outs, weights):
+        for spec, loss, label, out, w in zip(self.specs, self.losses, labels, outs, weights):
+            loss.update([label], [out], None if w is None else [w])
+            for m in spec.metrics:
+                m.update([label], [out])
+
+    def logs(self):
+        values = [(s, loss.get()[1]) for s, loss in zip(self.specs, self.losses)]
+        out = {'loss': float(sum(s.loss_weight * v for s, v in values))}
+        if len(self.specs) > 1:
+            for s, v in values:
+                out[s.prefix + 'loss'] = float(v)
+        for s in self.specs:
+            for m in s.metrics:
+                for name, value in m.get_name_value():
+                    out[s.prefix + name] = float(value)
+        return out

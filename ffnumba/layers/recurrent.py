@@ -15,7 +15,7 @@ Differences from Keras: the activations are fixed by the cell type (LSTM and
 GRU use sigmoid/tanh, GRU is cuDNN's ``reset_after`` variant as MXNet's);
 ``return_state`` is not supported (a layer has one output here).
 """
-from .. import initializer as _init
+from ..rnn.cells import FusedRNN
 from .. import symbol as S
 from ..base import ParamError
 from .base import Layer, _fail, check_choice, check_positive_int
@@ -52,7 +52,7 @@ class _Recurrent(Layer):
     def _build(self, name, x, bidirectional):
         mode, H = self.mode, self.units
         D = 2 if bidirectional else 1
-        params = S.Variable('%s_parameters' % name, init=_init.FusedRNN(
+        params = S.Variable('%s_parameters' % name, init=FusedRNN(
             None, H, 1, mode, bidirectional))
         if self.dropout:
             x = S.Dropout(x, p=self.dropout, name='%s_dropout' % name)

@@ -11,7 +11,6 @@ repeats rows and columns with ``expand_dims`` + ``Concat`` + ``Reshape``,
 """
 import numbers
 
-from ..base import ShapeError
 from .. import symbol as S
 from .base import Layer, _fail, check_positive_int, check_tuple
 from .conv import check_format, to_channels_first, to_channels_last
@@ -221,7 +220,7 @@ class LayerNormalization(Layer):
     ``out = gamma * (x - mean) / sqrt(var + epsilon) + beta`` with the mean
     and (biased) variance over the last axis; ``gamma`` starts at 1 and
     ``beta`` at 0 (weights ``<name>_gamma``, ``<name>_beta``, shape ``(C,)``).
-    Composed from ``mean``, broadcast operators and ``rsqrt``.
+    Runs the ``LayerNorm`` operator (axis -1).
 
     Parameters
     ----------
@@ -230,12 +229,6 @@ class LayerNormalization(Layer):
     epsilon : float > 0, default 1e-3
     center, scale : bool, default True
     name : str, optional
-
-    Raises
-    ------
-    ShapeError
-        When the model's input shape is unknown when the graph is built (start
-        the model with ``L.Input(shape=...)``): the weights' size is needed.
     """
 
     prefix = 'layernorm'
@@ -250,28 +243,15 @@ class LayerNormalization(Layer):
                                     lambda v: v > 0, lambda v: True, 'a float > 0')
         self.center = _check_bool('LayerNormalization', 'center', center)
         self.scale = _check_bool('LayerNormalization', 'scale', scale)
-        self.arg_suffixes = tuple(s for s, on in (('gamma', scale), ('beta', center)) if on)
 
     def build_symbol(self, name, inputs):
-        x = inputs[0]
-        hint = getattr(self, '_input_hint', None)
-        if hint is None:
-            raise ShapeError('LayerNormalization %s: the input shape is needed to size gamma '
-                             'and beta; start the model with L.Input(shape=...).' % name)
-        dim = x.infer_shape(**{k: (1,) + tuple(v) for k, v in hint.items()})[1][0][-1]
-        mean = S.mean(x, axis=-1, keepdims=True, name=name + '_mean')
-        centered = S.broadcast_sub(x, mean, name=name + '_centered')
-        var = S.mean(S.square(centered, name=name + '_sq'), axis=-1, keepdims=True,
-                     name=name + '_var')
-        inv = S.rsqrt(S._plus_scalar(var, scalar=self.epsilon, name=name + '_eps'),
-                      name=name + '_rstd')
-        out = S.broadcast_mul(centered, inv, name=name + '_normed')
-        if self.scale:
-            out = S.broadcast_mul(out, S.Variable(name + '_gamma', shape=(dim,)),
-                                  name=name + '_scaled')
-        if self.center:
-            out = S.broadcast_add(out, S.Variable(name + '_beta', shape=(dim,)), name=name)
-        return out, None
+        # The LayerNorm operator (axis -1) infers gamma/beta's size from the data; a
+        # disabled scale or center is a constant 1 or 0 whose size is inferred the same way.
+        gamma = (S.Variable(name + '_gamma') if self.scale
+                 else S.ones(shape=(0,), name=name + '_unit_gamma'))
+        beta = (S.Variable(name + '_beta') if self.center
+                else S.zeros(shape=(0,), name=name + '_zero_beta'))
+        return S.LayerNorm(inputs[0], gamma, beta, axis=-1, eps=self.epsilon, name=name), None
 
     def _own_config(self):
         return {'axis': self.axis, 'epsilon': self.epsilon, 'center': self.center,

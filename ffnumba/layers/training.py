@@ -28,7 +28,7 @@ from .. import metric as M
 from .. import optimizer as opt
 from . import callbacks as C
 from .evaluation import EvaluationMixin, _check_batch_size
-from .losses import LOSSES, LossMetric, MeanMetric, OutputSpec, check_loss
+from .losses import LOSSES, LossMetric, MeanMetric, OutputSpec, _Accumulator, check_loss
 
 __all__ = ['TrainingMixin', 'LOSSES', 'LossMetric']
 
@@ -82,35 +82,6 @@ class _RunningMetric(M.EvalMetric):
 
     def reset(self):
         pass     # the epoch means belong to fit; Speedometer's auto_reset must not clear them
-
-
-class _Accumulator:
-    """Per-output loss and metrics over an epoch (or an evaluation)."""
-
-    def __init__(self, specs):
-        self.specs = specs
-        self.losses = [LossMetric(s.kind) for s in specs]
-        for m in [self.losses] + [s.metrics for s in specs]:
-            for metric in m:
-                metric.reset()
-
-    def update(self, labels, outs, weights):
-        for spec, loss, label, out, w in zip(self.specs, self.losses, labels, outs, weights):
-            loss.update([label], [out], None if w is None else [w])
-            for m in spec.metrics:
-                m.update([label], [out])
-
-    def logs(self):
-        values = [(s, loss.get()[1]) for s, loss in zip(self.specs, self.losses)]
-        out = {'loss': float(sum(s.loss_weight * v for s, v in values))}
-        if len(self.specs) > 1:
-            for s, v in values:
-                out[s.prefix + 'loss'] = float(v)
-        for s in self.specs:
-            for m in s.metrics:
-                for name, value in m.get_name_value():
-                    out[s.prefix + name] = float(value)
-        return out
 
 
 class TrainingMixin(EvaluationMixin):

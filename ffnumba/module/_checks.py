@@ -134,3 +134,35 @@ def _check_iter(what, field, it):
 
 _EXHAUSTED = ('%s.fit: the training iterator gave no batch at epoch %d: the %s is exhausted '
               '(or empty). Call train_data.reset() before fit, or pass a fresh iterator.')
+
+
+def _check_loaded_params(mod, loaded):
+    """After ``Module.load``: every parameter and aux state of ``mod`` must be in the file.
+
+    ``loaded`` is ``(params file name, allow_missing)`` or None (not loaded).
+    Missing arrays raise an FFError naming them, or with ``allow_missing`` are
+    bound as zeros with a warning (MXNet's behaviour).
+    """
+    if loaded is None:
+        return
+    fname, allow_missing = loaded
+    missing = ([n for n in mod._param_names if n not in mod._arg_params]
+               + [n for n in mod._aux_names if n not in mod._aux_params])
+    if not missing:
+        return
+    if not allow_missing:
+        raise FFError('Module.load: %s lacks %d array(s) the symbol needs: %s. Load a '
+                      'checkpoint of the same network, or pass allow_missing=True to '
+                      'Module.load to bind them as zeros (MXNet\'s behaviour) and '
+                      'initialise them yourself (init_params(force_init=True, '
+                      'allow_missing=True, arg_params=..., aux_params=...)).'
+                      % (fname, len(missing), ', '.join(missing)))
+    warnings.warn('Module.load: %s lacks %s; they are bound as zeros (allow_missing=True)'
+                  % (fname, ', '.join(missing)), stacklevel=4)
+    from .. import ndarray as nd
+    group = mod._exec_group
+    names = list(mod._param_names) + list(mod._aux_names)
+    for name, devs in zip(names, list(group.param_arrays) + list(group.aux_arrays)):
+        if name in missing:
+            target = mod._arg_params if name in mod._param_names else mod._aux_params
+            target[name] = nd.zeros(devs[0].shape, dtype=devs[0].dtype)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..base import FFError, ShapeError, get_logger
-from ._blas import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
+from ..blas_threads import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
 
 __all__ = ['DataParallelExecutorGroup', '_split_input_slice']
 

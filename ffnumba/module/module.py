@@ -18,49 +18,15 @@ import warnings
 from ..base import FFError, ParamError
 from ..context import cpu
 from ._checks import (_MissingParamError, _check_batch, _check_contexts, _check_input_names,
-                      _check_param_dicts, _copy_param, _parse_data_desc)
+                      _check_loaded_params, _check_param_dicts, _copy_param, _parse_data_desc)
 from .base_module import BaseModule
 from .. import checkpoint as _ckpt
 from .executor_group import DataParallelExecutorGroup
+from ..kvstore.updates import _initialize_kvstore, _update_params, _update_params_on_kvstore
 
 _LOG = logging.getLogger(__name__)
 
 __all__ = ['Module']
-
-
-def _initialize_kvstore(kvstore, param_arrays, arg_params, param_names, update_on_kvstore):
-    """Put the initial values into the kvstore (and on every device)."""
-    for idx, devs in enumerate(param_arrays):
-        name = param_names[idx]
-        if update_on_kvstore:
-            kvstore.broadcast(name, arg_params[name], out=devs)
-        else:
-            kvstore.init(name, arg_params[name])
-
-
-def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
-    """Sum the gradients in the kvstore, update there, and pull the weights back."""
-    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
-    if live:   # one call: a dist store checks and all-reduces the keys together
-        kvstore.pushpull([param_names[i] for i in live], [grad_arrays[i] for i in live],
-                         out=[param_arrays[i] for i in live])
-
-
-def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
-                   param_names=None):
-    """Optionally sum the gradients in the kvstore, then update on each device.
-
-    Device ``k``'s copy of parameter ``i`` uses updater index ``i*num_device+k``
-    (the optimizer states are kept per device, as MXNet).
-    """
-    live = [i for i, grads in enumerate(grad_arrays) if grads[0] is not None]
-    if kvstore and live:
-        kvstore.pushpull([param_names[i] for i in live], [grad_arrays[i] for i in live])
-    for index, (args, grads) in enumerate(zip(param_arrays, grad_arrays)):
-        if grads[0] is None:
-            continue
-        for k, (w, g) in enumerate(zip(args, grads)):
-            updater(index * num_device + k, g, w)
 
 
 class Module(BaseModule):
@@ -353,7 +319,7 @@ class Module(BaseModule):
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
         elif self.params_initialized:
-            self._check_loaded_params()
+            _check_loaded_params(self, getattr(self, '_loaded_from', None))
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             from .. import ndarray as nd
@@ -365,33 +331,6 @@ class Module(BaseModule):
                                                       self._exec_group.aux_arrays)}
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)
-
-    def _check_loaded_params(self):
-        """After :meth:`load`: every parameter and aux state must be in the file."""
-        loaded = getattr(self, '_loaded_from', None)
-        if loaded is None:
-            return
-        fname, allow_missing = loaded
-        missing = ([n for n in self._param_names if n not in self._arg_params]
-                   + [n for n in self._aux_names if n not in self._aux_params])
-        if not missing:
-            return
-        if not allow_missing:
-            raise FFError('Module.load: %s lacks %d array(s) the symbol needs: %s. Load a '
-                          'checkpoint of the same network, or pass allow_missing=True to '
-                          'Module.load to bind them as zeros (MXNet\'s behaviour) and '
-                          'initialise them yourself (init_params(force_init=True, '
-                          'allow_missing=True, arg_params=..., aux_params=...)).'
-                          % (fname, len(missing), ', '.join(missing)))
-        warnings.warn('Module.load: %s lacks %s; they are bound as zeros (allow_missing=True)'
-                      % (fname, ', '.join(missing)), stacklevel=3)
-        from .. import ndarray as nd
-        names = list(self._param_names) + list(self._aux_names)
-        arrays = list(self._exec_group.param_arrays) + list(self._exec_group.aux_arrays)
-        for name, devs in zip(names, arrays):
-            if name in missing:
-                target = self._arg_params if name in self._param_names else self._aux_params
-                target[name] = nd.zeros(devs[0].shape, dtype=devs[0].dtype)
 
     def reshape(self, data_shapes, label_shapes=None):
         """Reshape the executors for new input shapes (parameters shared)."""

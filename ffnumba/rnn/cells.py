@@ -11,7 +11,7 @@ Source: MXNet 1.9.1 ``python/mxnet/rnn/rnn_cell.py``; Zoneout: Krueger et al.
 """
 import numpy as np
 
-from .. import initializer as _init
+from ..initializer import Initializer, InitDesc, Uniform, _shape, create, register
 from .. import symbol
 from ..base import FFError, ParamError
 from ..ops.nn.rnn import rnn_param_size
@@ -19,7 +19,7 @@ from .rnn_cell import (BaseRNNCell, GRUCell, LSTMCell, RNNCell, _like, _to_numpy
                        normalize_sequence, swap_time_batch)
 
 __all__ = ['FusedRNNCell', 'SequentialRNNCell', 'BidirectionalCell', 'DropoutCell',
-           'ModifierCell', 'ZoneoutCell', 'ResidualCell']
+           'ModifierCell', 'ZoneoutCell', 'ResidualCell', 'FusedRNN']
 
 _GATE_NAMES = {'rnn_relu': [''], 'rnn_tanh': [''], 'lstm': ['_i', '_f', '_c', '_o'],
                'gru': ['_r', '_z', '_o']}
@@ -81,7 +81,7 @@ class FusedRNNCell(BaseRNNCell):
         self._dropout = dropout
         self._get_next_state = get_next_state
         self._directions = ['l', 'r'] if bidirectional else ['l']
-        initializer = _init.FusedRNN(None, num_hidden, num_layers, mode, bidirectional,
+        initializer = FusedRNN(None, num_hidden, num_layers, mode, bidirectional,
                                      forget_bias)
         self._parameter = self.params.get('parameters', init=initializer)
 
@@ -505,3 +505,54 @@ class BidirectionalCell(BaseRNNCell):
         if merge_outputs:
             outputs = outputs[0]
         return outputs, [l_states, r_states]
+
+
+# ``ff.init.FusedRNN`` lives here, beside the weight layout it needs; ffnumba/__init__.py
+# wires it into ``ff.init`` so the initializer module stays below ``ff.rnn``.
+@register
+class FusedRNN(Initializer):
+    """Initialize the packed parameter vector of a fused ``RNN`` node gate by gate.
+
+    The vector is split into its per-layer, per-direction, per-gate weights and
+    biases (as :meth:`ffnumba.rnn.FusedRNNCell.unpack_weights` names them);
+    each is initialized by ``init`` (or the global initializer when None), LSTM
+    forget-gate biases get ``forget_bias`` (both ``i2h`` and ``h2h``, as MXNet does,
+    so the gate starts at ``2 * forget_bias``), and the pieces are packed back.
+
+    Parameters
+    ----------
+    init : Initializer, str (JSON) or None
+    num_hidden, num_layers : int
+    mode : {'rnn_relu', 'rnn_tanh', 'lstm', 'gru'}
+    bidirectional : bool, default False
+    forget_bias : float, default 1.0
+
+    Source: MXNet 1.9.1 ``mx.init.FusedRNN``.
+    """
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False,
+                 forget_bias=1.0):
+        if isinstance(init, str):
+            init = create(init)
+        super().__init__(init=init.dumps() if init is not None else None,
+                         num_hidden=num_hidden, num_layers=num_layers, mode=mode,
+                         bidirectional=bidirectional, forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._forget_bias = forget_bias
+
+    def _init_weight(self, desc, arr):
+        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode,
+                            self._bidirectional, forget_bias=self._forget_bias, prefix='')
+        flat = np.array(arr.asnumpy() if hasattr(arr, 'asnumpy') else arr).reshape(-1)
+        pieces = cell._slice_weights(flat, cell._num_input(flat.size), self._num_hidden)
+        global_init = getattr(desc, 'global_init', None) or Uniform()
+        for name, view in pieces.items():
+            if self._mode == 'lstm' and name.endswith('_f_bias'):   # i2h and h2h, as MXNet
+                view[...] = self._forget_bias
+            else:
+                (self._init or global_init)(InitDesc(name, global_init=global_init), view)
+        arr[:] = flat.reshape(_shape(arr))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from ffnumba import layers as L
-from ffnumba.base import ParamError, ShapeError
+from ffnumba.base import ParamError
 
 
 def _run(layer_fn, *arrays, train=False):
@@ -67,8 +67,13 @@ def test_merges_and_layer_normalization():
     x64 = X3.astype(np.float64)
     want = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-3)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ShapeError, match='L.Input'):
-        L.Sequential([L.LayerNormalization()]).to_symbol(with_loss=False)
+    # No L.Input needed: the LayerNorm operator sizes gamma and beta from the data.
+    sym = L.Sequential([L.LayerNormalization()]).to_symbol(with_loss=False)
+    args, _, _ = sym.infer_shape(**{sym.list_arguments()[0]: (2, 7)})
+    assert dict(zip(sym.list_arguments(), args))['layernorm0_gamma'] == (7,)
+    np.testing.assert_allclose(_run(lambda x: L.LayerNormalization(center=False,
+                                                                   scale=False)(x), X3),
+                               want, rtol=1e-5, atol=1e-5)
 
 
 def test_channels_last_conv_matches_channels_first():

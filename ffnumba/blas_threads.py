@@ -5,7 +5,7 @@ See the Notes of :class:`~ffnumba.module.executor_group.DataParallelExecutorGrou
 import logging
 import os
 
-from ..base import ParamError
+from .base import ParamError
 
 __all__ = ['BLAS_THREADS_ENV']
 
