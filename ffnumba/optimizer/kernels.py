@@ -181,6 +181,12 @@ class FusedUpdate:
         if grad.shape != weight.shape:
             raise ShapeError('%s: gradient shape %s does not match weight shape %s'
                              % (self.name, grad.shape, weight.shape))
+        for k, s in enumerate(states):
+            # the kernels index every state by the weight's flat index: check before they run
+            if s.shape != weight.shape:
+                raise ShapeError('%s: optimizer state %d has shape %s but the weight has shape '
+                                 '%s (a state created for another weight?)'
+                                 % (self.name, k, s.shape, weight.shape))
         arrays = [weight._data, grad._data] + [s._data for s in states]
         cdt = np.dtype(weight._data.dtype)
         if cdt == np.float16:

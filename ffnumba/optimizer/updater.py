@@ -21,7 +21,7 @@ import pickle
 
 import numpy as np
 
-from ..base import FFError, ParamError
+from ..base import FFError, ParamError, ShapeError
 from ..ndarray.ndarray import NDArray, array
 from ..ndarray import params_io
 from ..registry import get_registry
@@ -149,6 +149,21 @@ def _same_layout(a, b):
         len(a) == len(b) and all(_same_layout(x, y) for x, y in zip(a, b))
 
 
+def _check_fits(idx, grad, weight, first_shape):
+    """Refuse a gradient or a created state that does not fit ``weight`` (before any kernel).
+
+    ``first_shape``: the shape of the weight the index's state was made or checked for.
+    """
+    if grad.shape != weight.shape:
+        raise ShapeError('Updater: the gradient of parameter %r has shape %s but the weight has '
+                         'shape %s' % (idx, grad.shape, weight.shape))
+    if first_shape is not None and tuple(first_shape) != tuple(weight.shape):
+        raise ShapeError('Updater: parameter %r was first updated with a weight of shape %s '
+                         'and now with shape %s; its optimizer state does not fit. Use a '
+                         'new index (or a new Updater) for a weight of another shape'
+                         % (idx, tuple(first_shape), tuple(weight.shape)))
+
+
 def _to_context(state, ctx):
     if isinstance(state, NDArray):
         return state.as_in_context(ctx)
@@ -179,6 +194,7 @@ class Updater:
         self.optimizer = optimizer
         self.states = {}
         self.states_synced = {}
+        self._weight_shapes = {}    # index -> shape of the weight its state was made for
 
     def __call__(self, index, grad, weight):
         """Update ``weight`` in place (``index``/``grad``/``weight`` may be lists).
@@ -190,6 +206,9 @@ class Updater:
         ------
         ParamError
             If a loaded state does not fit the weight.
+        ShapeError
+            If ``grad`` and ``weight`` differ in shape, or ``weight`` does not
+            have the shape of the weight the index's state was created for.
         """
         if isinstance(index, (list, tuple)):
             indices, grads, weights = list(index), list(grad), list(weight)
@@ -202,12 +221,16 @@ class Updater:
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode()
+            shapes = self.__dict__.setdefault('_weight_shapes', {})
+            _check_fits(idx, grads[i], weights[i],
+                        shapes.get(idx) if idx in self.states else None)
             if idx not in self.states:
                 self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
                 self.states_synced[idx] = True
             elif not self.states_synced.get(idx, True):
                 self.states[idx] = self._sync(idx, self.states[idx], weights[i])
                 self.states_synced[idx] = True
+            shapes[idx] = weights[i].shape
         for idx, w, g in zip(indices, weights, grads):
             self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
 
@@ -274,6 +297,7 @@ class Updater:
         if isinstance(states, dict):  # from import_mxnet_states
             self.states = dict(states)
             self.states_synced = dict.fromkeys(self.states, False)
+            self._weight_shapes = {}
             return
         if not isinstance(states, (bytes, bytearray, memoryview)):
             raise ParamError('Updater.set_states: expected bytes. Received: %s'
@@ -309,6 +333,7 @@ class Updater:
         opt._load_extra_state(extra)
         self.states = loaded
         self.states_synced = dict.fromkeys(self.states, False)
+        self._weight_shapes = {}
 
 
 def get_updater(optimizer):
