@@ -62,7 +62,7 @@ _body = njit(error_model='numpy')
 class ScalarParam(Params):
     """Parameters of the ``_*_scalar`` ops."""
 
-    scalar = Field(float, 1.0, 'The scalar operand.')
+    scalar = Field(float, 1.0, 'The scalar operand.', allow_nonfinite=True)
     _ignored = ('is_int',)
 
 
