@@ -125,8 +125,7 @@ class KVStoreBase:
     def load_optimizer_states(self, fname):
         """Load updater states written by :meth:`save_optimizer_states`."""
         upd = self._require_updater('load_optimizer_states')
-        with open(fname, 'rb') as f:
-            upd.set_states(f.read())
+        upd.load_states_file(fname)     # errors name the file
 
     def set_gradient_compression(self, compression_params):
         """Gradient compression: not supported by the ``local`` store (MXNet's rule)."""

@@ -494,13 +494,7 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
         else:
-            try:
-                with open(fname, 'rb') as f:
-                    payload = f.read()
-            except OSError as e:
-                raise FFError('load_optimizer_states: cannot read %s: %s'
-                              % (fname, e.strerror or e)) from None
-            self._updater.set_states(payload)
+            self._updater.load_states_file(fname)   # errors name the file
 
     # ---------------------------------------------------------- compute
     def _maybe_reshape(self, data_batch):

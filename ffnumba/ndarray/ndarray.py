@@ -446,6 +446,9 @@ def from_numpy(a, ctx=None):
     return NDArray(np.ascontiguousarray(a), ctx)
 
 
+from ._objects import check_numeric  # noqa: E402
+
+
 def array(source_array, ctx=None, dtype=None):
     """An NDArray copied from ``source_array``.
 
@@ -473,11 +476,12 @@ def array(source_array, ctx=None, dtype=None):
             raise ShapeError('array: the source is not a regular (rectangular) array: %s'
                              % e) from None
         dt = np_dtype(dtype) if dtype is not None else np.dtype('float32')
+        check_numeric(host, 'array')      # None would become NaN silently
     try:
         host = np.array(host, dtype=dt, order='C', copy=True)
-    except (TypeError, ValueError) as e:
-        raise DTypeError('array: cannot convert a source of dtype %s to %s: %s'
-                         % (host.dtype, dt, e)) from None
+    except (TypeError, ValueError):
+        raise DTypeError('array: cannot convert a source of dtype %s to %s'
+                         % (host.dtype, dt)) from None
     if ctx.device_type == 'gpu':
         return NDArray(_to_device(host, ctx), ctx)
     return NDArray(host, ctx)

@@ -8,16 +8,22 @@ format, :mod:`ffnumba.ndarray.params_io`) holding
   the optimizer class, the nesting of each state (None / array / tuple), the
   per-index update counts, ``num_update`` and rule-wide scalars (Nadam's
   ``m_schedule``), and with ``dump_optimizer=True`` the optimizer's
-  hyper-parameters (scheduler included).
+  hyper-parameters (scheduler included), and ``checksum``: the SHA-256 of
+  the rest of the document (canonical JSON) and of every state array's name,
+  dtype, shape and bytes, so a flipped byte anywhere is detected on load.
+  Files written before the checksum existed (no ``checksum`` entry) still load.
 
 Nothing is pickled, so loading a state file cannot run code. MXNet's own
 ``.states`` files are pickles and are refused by :meth:`Updater.set_states`;
 :func:`import_mxnet_states` converts the plain ones (indices -> NDArrays)
 with an unpickler that allows only NDArrays and bytearrays.
 """
+import hashlib
 import io
 import json
+import os
 import pickle
+import stat
 
 import numpy as np
 
@@ -38,6 +44,33 @@ _PICKLE_MSG = (
     'ffnumba refuses to unpickle it, because unpickling data can run arbitrary code. '
     'If you trust the file, convert it with ff.optimizer.import_mxnet_states(data), which '
     'only accepts NDArrays, and pass the result to Updater.set_states.')
+
+
+def _checksum(doc, arrays):
+    """SHA-256 hex digest of ``doc`` (without its checksum) and of the state arrays."""
+    h = hashlib.sha256()
+    body = {k: v for k, v in doc.items() if k != 'checksum'}
+    h.update(json.dumps(body, sort_keys=True).encode('utf-8'))
+    for name in sorted(arrays):
+        a = arrays[name]
+        host = np.ascontiguousarray(a.asnumpy() if isinstance(a, NDArray) else a)
+        h.update(('\0%s\0%s\0%s\0' % (name, host.dtype.str, host.shape)).encode('utf-8'))
+        h.update(host.tobytes())
+    return h.hexdigest()
+
+
+def read_states_file(fname):
+    """The bytes of an optimizer-state file (a regular file; errors name it)."""
+    path = os.fspath(fname)
+    try:
+        with open(path, 'rb') as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise FFError('optimizer states: cannot read %s: not a regular file' % path)
+            return f.read(st.st_size)
+    except OSError as e:
+        raise FFError('optimizer states: cannot read %s: %s' % (path, e.strerror or e)) \
+            from None
 
 
 # ------------------------------------------------------------ JSON values
@@ -275,10 +308,28 @@ class Updater:
         }
         if dump_optimizer:
             doc['optimizer_config'] = _optimizer_config(opt)
+        doc['checksum'] = {'sha256': _checksum(doc, arrays)}
         head = np.frombuffer(json.dumps(doc, sort_keys=True).encode('utf-8'), np.uint8)
         out = {HEADER: head}
         out.update(arrays)
         return params_io.dumps(out)
+
+    def load_states_file(self, fname):
+        """Load a file written from :meth:`get_states`; every error names the file.
+
+        Raises
+        ------
+        FFError
+            (or ParamError) ``optimizer states file <fname>: <problem>``.
+        """
+        payload = read_states_file(fname)
+        try:
+            self.set_states(payload)
+        except FFError as e:
+            msg = str(e)
+            if msg.startswith('optimizer states: '):
+                msg = msg[len('optimizer states: '):]
+            raise type(e)('optimizer states file %s: %s' % (os.fspath(fname), msg)) from None
 
     def set_states(self, states):
         """Load states written by :meth:`get_states`.
@@ -303,7 +354,7 @@ class Updater:
             raise ParamError('Updater.set_states: expected bytes. Received: %s'
                              % type(states).__name__)
         states = bytes(states)
-        if states[:1] == b'\x80':
+        if params_io.looks_like_pickle(states):
             raise FFError(_PICKLE_MSG % 'the data')
         data = params_io.loads(states, source='optimizer states')
         if not isinstance(data, dict) or HEADER not in data:
@@ -314,6 +365,9 @@ class Updater:
             if doc.get('format') != _FORMAT or doc.get('version') != _VERSION:
                 raise ValueError('format %r version %r' % (doc.get('format'),
                                                            doc.get('version')))
+            if 'checksum' in doc and doc['checksum'].get('sha256') != _checksum(doc, data):
+                raise FFError('optimizer states: checksum mismatch: the file was changed or '
+                              'corrupted after it was written')
             name = doc['optimizer']
             loaded = {_dec(k): _unflatten(t, data) for k, t in doc['states']}
             counts = _dec(doc['counts'])
