@@ -16,6 +16,7 @@ import numpy as np
 
 from ..base import FFError, ParamError, get_logger
 from ._checks import _EXHAUSTED, _check_iter, _split_params  # noqa: F401
+from . import _nan_guard
 
 __all__ = ['BaseModule', 'BatchEndParam']
 
@@ -321,6 +322,7 @@ class BaseModule:
                 if monitor is not None:
                     monitor.tic()
                 self.forward_backward(data_batch)
+                _nan_guard.check_batch(self, data_batch, epoch, nbatch)  # stop before a NaN update
                 self.update()
                 if isinstance(data_batch, list):
                     self.update_metric(eval_metric, [b.label for b in data_batch],

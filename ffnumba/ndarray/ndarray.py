@@ -503,7 +503,9 @@ def _host_alloc(fn, shape, dtype, *fill):
     """``fn(shape, *fill, dtype=dtype)``, with running out of memory as an FFError."""
     try:
         return fn(shape, *fill, dtype=dtype)
-    except MemoryError:
+    except (MemoryError, ValueError, OverflowError) as e:
+        if not isinstance(e, MemoryError) and 'big' not in str(e) and 'dimension' not in str(e):
+            raise           # numpy's "array is too big" / "Maximum allowed dimension exceeded"
         nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
         raise FFError('cannot allocate an array of shape %s and dtype %s (%.3g GB): out of '
                       'memory. Check the shapes (a huge pad, scale or batch size?)'
