@@ -16,7 +16,7 @@ import numpy as np
 
 from ..base import FFError, ParamError, get_logger
 from ._checks import _EXHAUSTED, _check_iter, _split_params  # noqa: F401
-from . import _nan_guard
+from . import _nan_guard, _threads
 
 __all__ = ['BaseModule', 'BatchEndParam']
 
@@ -127,12 +127,14 @@ class BaseModule:
         for nbatch, eval_batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
-            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(eval_batch, is_train=False)
-            if isinstance(eval_batch, list):
-                self.update_metric(eval_metric, [b.label for b in eval_batch], pre_sliced=True)
-            else:
-                self.update_metric(eval_metric, eval_batch.label)
+            with _threads.lock(self):   # one batch at a time (docs/guide/threads.md)
+                self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+                self.forward(eval_batch, is_train=False)
+                if isinstance(eval_batch, list):
+                    self.update_metric(eval_metric, [b.label for b in eval_batch],
+                                       pre_sliced=True)
+                else:
+                    self.update_metric(eval_metric, eval_batch.label)
             if batch_end_callback is not None:
                 params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
                                        locals=locals())
@@ -155,10 +157,11 @@ class BaseModule:
         for nbatch, eval_batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
-            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(eval_batch, is_train=False)
-            pad = eval_batch.pad or 0
-            outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
+            with _threads.lock(self):   # one batch at a time; outputs copied (threads.md)
+                self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+                self.forward(eval_batch, is_train=False)
+                pad = eval_batch.pad or 0
+                outputs = [out[0:out.shape[0] - pad].copy() for out in self.get_outputs()]
             yield outputs, nbatch, eval_batch
 
     def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
@@ -187,8 +190,9 @@ class BaseModule:
         if isinstance(eval_data, (nd.NDArray, np.ndarray)):
             if isinstance(eval_data, np.ndarray):
                 eval_data = nd.array(eval_data)
-            self.forward(DataBatch([eval_data]), is_train=False)
-            return self.get_outputs()[0]
+            with _threads.lock(self):
+                self.forward(DataBatch([eval_data]), is_train=False)
+                return self.get_outputs()[0].copy()
         if not hasattr(eval_data, 'reset') or not hasattr(eval_data, '__iter__'):
             raise FFError('predict: eval_data must be a DataIter, an NDArray or a numpy array. '
                           'Received: %s' % type(eval_data).__name__)
@@ -198,10 +202,12 @@ class BaseModule:
         for nbatch, eval_batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
-            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(eval_batch, is_train=False)
-            pad = eval_batch.pad or 0
-            output_list.append([out[0:out.shape[0] - pad].copy() for out in self.get_outputs()])
+            with _threads.lock(self):   # one batch at a time (docs/guide/threads.md)
+                self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+                self.forward(eval_batch, is_train=False)
+                pad = eval_batch.pad or 0
+                output_list.append([out[0:out.shape[0] - pad].copy()
+                                    for out in self.get_outputs()])
         if not output_list:
             return output_list
         if merge_batches:
