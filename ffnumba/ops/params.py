@@ -108,6 +108,8 @@ class Field:
                     raise bad()
             elif self.kind == 'dtype':
                 v = s
+            elif self.kind is float and s.lower().lstrip('+-') in ('inf', 'infinity', 'nan'):
+                v = float(s)        # str(float('inf')) in MXNet JSON attrs
             else:
                 try:
                     v = ast.literal_eval(s)

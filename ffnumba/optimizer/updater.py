@@ -38,6 +38,8 @@ __all__ = ['Updater', 'get_updater', 'import_mxnet_states', 'HEADER']
 
 HEADER = '__ffnumba_states__'
 _FORMAT = 'ffnumba.optimizer.states'
+_HEADER_KEYS = {'format', 'version', 'optimizer', 'states', 'num_update', 'counts', 'extra',
+                'optimizer_config', 'checksum'}
 _VERSION = 1
 _PICKLE_MSG = (
     'optimizer states: %s is a Python pickle (MXNet writes .states files with pickle). '
@@ -356,12 +358,18 @@ class Updater:
         states = bytes(states)
         if params_io.looks_like_pickle(states):
             raise FFError(_PICKLE_MSG % 'the data')
+        if len(states) >= 16 and states[8:16] != bytes(8):
+            # the container's reserved word is always 0; a flip there is corruption too
+            raise FFError('optimizer states: corrupted container header (reserved word is not 0)')
         data = params_io.loads(states, source='optimizer states')
         if not isinstance(data, dict) or HEADER not in data:
             raise FFError('optimizer states: not an ffnumba optimizer state file (no %s entry)'
                           % HEADER)
         try:
             doc = json.loads(data.pop(HEADER).asnumpy().tobytes().decode('utf-8'))
+            unknown = set(doc) - _HEADER_KEYS
+            if unknown:     # a flipped byte in a key (a lost ``checksum`` key included)
+                raise ValueError('unknown entries %s' % sorted(unknown))
             if doc.get('format') != _FORMAT or doc.get('version') != _VERSION:
                 raise ValueError('format %r version %r' % (doc.get('format'),
                                                            doc.get('version')))
