@@ -18,6 +18,7 @@ def main(argv=None):
     ap.add_argument('--api', action='store_true', help='only the public-API trials')
     ap.add_argument('--timeout', type=float, default=60.0, help='seconds per trial')
     ap.add_argument('--mem', type=float, default=6.0, help='GiB of address space per child')
+    ap.add_argument('-j', '--workers', type=int, default=2, help='child processes at once')
     ap.add_argument('-v', '--verbose', action='store_true', help='print every finding')
     a = ap.parse_args(argv)
     from .trials import all_trials, op_trials
@@ -32,7 +33,7 @@ def main(argv=None):
         trials = fast_sample()
     t0 = time.time()
     counts, findings = run(trials, timeout=a.timeout, mem=int(a.mem * (1 << 30)),
-                           verbose=a.verbose)
+                           verbose=a.verbose, workers=a.workers)
     if findings and not a.verbose:
         for c, t, m in findings:
             print('%-6s %s  %s' % (c, t, m[:300]))

@@ -72,8 +72,17 @@ def run_op(trial):
         return 'ok', 'large shapes bound'
 
     loc = {n: _values(rng, s, dtype, mode, inst, p, n) for n, s in args.items()}
-    aux = {n: (np.zeros(s, dtype) if n.endswith('mean') else np.ones(s, dtype))
-           for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+    aux_sh = dict(zip(sym.list_auxiliary_states(), aux_shapes))
+    aux = None
+    if inst is not None:
+        try:
+            aux = {n: np.asarray(v).astype(dtype) for n, v in
+                   inst.aux_inputs(rng, p, aux_sh).items()}
+        except Exception:
+            aux = None
+    if aux is None or set(aux) != set(aux_sh):
+        aux = {n: (np.zeros(s, dtype) if n.endswith('mean') else np.ones(s, dtype))
+               for n, s in aux_sh.items()}
     exe = bind_numpy(sym, loc, aux, grad_req='write')
     exe.forward(is_train=False)     # the OpCase references describe inference
     outs = [o.asnumpy() for o in exe.outputs]
@@ -113,6 +122,17 @@ def run_op(trial):
     return 'ok', ''
 
 
+def _selftest(name):
+    """Trials that misbehave on purpose, to test the runner itself."""
+    if name == 'segfault':
+        import ctypes
+        ctypes.string_at(0)
+    elif name == 'hang':
+        import time
+        time.sleep(3600)
+    raise KeyError('selftest')
+
+
 def run_trial(trial):
     """``(status, message)``: ``ok``, ``fferror``, ``nonff`` or ``wrong``."""
     from ffnumba.base import FFError
@@ -122,6 +142,8 @@ def run_trial(trial):
             warnings.simplefilter('ignore')
             if trial['kind'] == 'op':
                 return run_op(trial)
+            if trial['kind'] == 'selftest':
+                return _selftest(trial['name'])
             return run_api(trial)
     except FFError as e:
         return 'fferror', '%s: %s' % (type(e).__name__, e)

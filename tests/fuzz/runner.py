@@ -94,16 +94,22 @@ def _run_child(trials, timeout, mem, results, on_result):
                     return len(trials)
 
 
-def run(trials, timeout=60.0, mem=6 << 30, batch=400, verbose=False, log=None):
+def run(trials, timeout=60.0, mem=6 << 30, batch=400, verbose=False, log=None, workers=2):
     """Run every trial; returns ``(counts, findings)``.
 
     ``findings``: list of ``(class, trial, message)`` for every trial not ``clean``.
     A crash or a hang ends its child; the rest of the batch goes on in a new one.
+    ``workers`` children run at once, each on every ``workers``-th trial.
     """
     counts = dict.fromkeys(('trials', 'ran', 'fferror') + STATUSES, 0)
     findings = []
+    lock = threading.Lock()
 
     def on_result(trial, status, msg):
+        with lock:
+            _record(trial, status, msg)
+
+    def _record(trial, status, msg):
         c = classify(status, msg)
         counts['trials'] += 1
         counts[c] += 1
@@ -115,11 +121,19 @@ def run(trials, timeout=60.0, mem=6 << 30, batch=400, verbose=False, log=None):
                 print('%-6s %s  %s' % (c, json.dumps(trial), msg[:300]), file=log or sys.stdout,
                       flush=True)
 
-    for start in range(0, len(trials), batch):
-        todo = trials[start:start + batch]
-        while todo:
-            done = _run_child(todo, timeout, mem, [], on_result)
-            todo = todo[done:]
+    def worker(share):
+        for start in range(0, len(share), batch):
+            todo = share[start:start + batch]
+            while todo:
+                done = _run_child(todo, timeout, mem, [], on_result)
+                todo = todo[done:]
+
+    shares = [trials[k::workers] for k in range(max(1, workers))]
+    threads = [threading.Thread(target=worker, args=(sh,)) for sh in shares if sh]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     return counts, findings
 
 
