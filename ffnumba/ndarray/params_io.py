@@ -38,7 +38,7 @@ import tempfile
 
 import numpy as np
 
-from ..base import FFError, ParamError
+from ..base import DTypeError, FFError, ParamError
 from ..dtype import DTYPE_CODES, dtype_code, np_dtype
 
 __all__ = ['save', 'load', 'dumps', 'loads', 'encode_record', 'record_from_bytes', 'atomic_write',
@@ -501,6 +501,9 @@ def load(fname):
         If the file is missing, truncated or corrupted; the message names
         the file and the defect.
     """
+    if not isinstance(fname, (str, bytes, os.PathLike)):
+        raise DTypeError('nd.load: `fname` must be a path (str or os.PathLike). Received: %r'
+                         % (fname,))
     path = os.fspath(fname)
     try:
         with open(path, 'rb') as f:

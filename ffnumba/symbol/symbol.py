@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ..attribute import HIDDEN_KEYS, normalize_key
-from ..base import FFError
+from ..base import DTypeError, FFError
 from ..dtype import np_dtype, dtype_code
 from ..ops.registry import get_op
 from .graph import Node, GraphView, topo_order
@@ -558,7 +558,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
         For an extra attribute that is not a dunder name.
     """
     if not isinstance(name, str):
-        raise TypeError('Expect a string for variable `name`')
+        raise DTypeError('Expect a string for variable `name`')   # a TypeError too
     attrs = _scope_attrs(attr)
     if shape is not None:
         attrs['__shape__'] = str(shape)
@@ -598,7 +598,7 @@ def Group(symbols):
     """
     symbols = list(symbols)
     if not symbols or any(not isinstance(s, Symbol) for s in symbols):
-        raise TypeError('Expected a list of symbols as input')
+        raise DTypeError('Expected a list of symbols as input')   # a TypeError too
     outs = []
     for s in symbols:
         outs.extend(s._outputs)

@@ -260,9 +260,126 @@ def misc(arg):
     return 'ok', ''
 
 
+def code(arg):
+    """A one-line call of the public API with a bad argument (may also just work)."""
+    import ffnumba as ff
+    from ffnumba.base import FFError
+    env = {'ff': ff, 'np': np, 'nan': float('nan'), 'inf': float('inf')}
+    exec(compile(arg, '<fuzz>', 'exec'), env)
+    return 'ok', ''
+
+
+_CODE = [
+    "ff.nd.zeros(-1)", "ff.nd.zeros((2, -3))", "ff.nd.ones('abc')", "ff.nd.full((2,), 'x')",
+    "ff.nd.zeros((2,), dtype='bogus')", "ff.nd.zeros((2,), dtype=object)",
+    "ff.nd.array([[1, 2], [3]])", "ff.nd.array('abc')", "ff.nd.array({'a': 1})",
+    "ff.nd.array(np.zeros((2, 3), dtype=complex))", "ff.nd.array(np.zeros((2,), 'U3'))",
+    "ff.nd.ones((2, 3)).reshape((4, 4))", "ff.nd.ones((2, 3)).reshape((-1, -1))",
+    "ff.nd.ones((2, 3)).reshape((0, -4, 1, 2))", "ff.nd.ones((2, 3))[5]",
+    "ff.nd.ones((2, 3))[:, 7]", "ff.nd.ones((2, 3))['a']", "ff.nd.ones((2, 3))[0, 0, 0]",
+    "x = ff.nd.ones((2, 3)); x[:] = ff.nd.ones((4,))", "x = ff.nd.ones((2, 3)); x[0] = 'a'",
+    "ff.nd.ones((2, 3)) + ff.nd.ones((4, 5))",
+    "ff.nd.ones((2, 3)) + 'a'", "ff.nd.ones((2, 3)).astype('bogus')",
+    "ff.nd.ones((2, 3)).T.T.sum(axis=5)",
+    "ff.nd.ones((2, 3)).asscalar()", "ff.nd.ones((0,)).asscalar()",
+    "ff.nd.ones((2, 3)).as_in_context('cpu')", "ff.nd.ones((2, 3)).copyto(ff.nd.ones((3,)))",
+    "ff.nd.concat(ff.nd.ones((2, 3)), ff.nd.ones((4, 5)))", "ff.nd.concatenate([])",
+    "ff.nd.concatenate([ff.nd.ones((2, 3))], axis=7)", "ff.nd.save('/dev/null/x', [])",
+    "ff.nd.save('/tmp/x.params', {'a': 3})", "ff.nd.save('/tmp/x.params', {1: ff.nd.ones(1)})",
+    "ff.nd.load(None)", "ff.nd.load(3)", "ff.sym.load('/nonexistent.json')",
+    "ff.sym.load_json('')", "ff.sym.load_json('null')", "ff.sym.load_json('{}')",
+    "ff.sym.load_json('{\"nodes\": [], \"heads\": []}')",
+    "ff.sym.load_json('{\"nodes\": [{\"op\": \"Bogus\", \"name\": \"x\", "
+    "\"inputs\": []}], \"heads\": [[0, 0, 0]]}')",
+    "ff.sym.load_json('{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", "
+    "\"inputs\": [[0, 0, 0]]}], \"heads\": [[0, 0, 0]]}')",
+    "ff.sym.load_json('{\"nodes\": [{\"op\": \"FullyConnected\", \"name\": \"x\", "
+    "\"attrs\": {\"num_hidden\": \"nan\"}, \"inputs\": []}], \"heads\": [[0, 0, 0]]}')",
+    "ff.sym.Variable(3)", "ff.sym.Variable('x', shape=(-2, 3))", "ff.sym.Variable('x', dtype='bogus')",
+    "ff.sym.Variable('x', lr_mult='a')", "ff.sym.Group([])", "ff.sym.Group([3])",
+    "ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).infer_shape(x=(2, -1))",
+    "ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).infer_shape(x='ab')",
+    "ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).infer_shape(y=(2, 3))",
+    "ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).simple_bind(ff.cpu(), x=(0, 3))"
+    ".forward()",
+    "ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).simple_bind(ff.cpu(), x=(2, 3), "
+    "grad_req='bogus')",
+    "ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).simple_bind(ff.cpu(), x=(2, 3), "
+    "type_dict={'x': 'bogus'})",
+    "e = ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).simple_bind(ff.cpu(), "
+    "x=(2, 3)); e.forward(x=ff.nd.ones((5, 5)))",
+    "e = ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).simple_bind(ff.cpu(), "
+    "x=(2, 3)); e.backward(ff.nd.ones((2, 2)))",
+    "e = ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).simple_bind(ff.cpu(), "
+    "x=(2, 3)); e.forward(); e.backward([ff.nd.ones((3, 3))])",
+    "e = ff.sym.FullyConnected(ff.sym.Variable('x'), num_hidden=2).simple_bind(ff.cpu(), "
+    "x=(2, 3)); e.reshape(x=(0, 3)).forward()",
+    "ff.init.Xavier(magnitude=nan)", "ff.init.Xavier(rnd_type='bogus')",
+    "ff.init.Normal(sigma=-1)", "ff.init.Uniform(scale=inf)", "ff.init.Constant('a')",
+    "ff.init.Orthogonal(scale=nan)", "i = ff.init.Xavier(); i(ff.init.InitDesc('w'), "
+    "ff.nd.zeros((0, 3)))",
+    "i = ff.init.Xavier(); i('fc_weight', ff.nd.zeros((3,)))",
+    "i = ff.init.Orthogonal(); i('fc_weight', ff.nd.zeros((0, 3)))",
+    "ff.metric.create('bogus')", "m = ff.metric.Accuracy(); m.update([ff.nd.ones((2,))], "
+    "[ff.nd.ones((3, 2))])", "m = ff.metric.MSE(); m.update([ff.nd.ones((2,))], [ff.nd.ones((3,))])",
+    "m = ff.metric.Accuracy(); m.update([ff.nd.ones((0,))], [ff.nd.ones((0, 2))]); m.get()",
+    "m = ff.metric.TopKAccuracy(top_k=0)", "m = ff.metric.F1(); m.update([ff.nd.array([nan])], "
+    "[ff.nd.ones((1, 2))])",
+    "m = ff.metric.CrossEntropy(); m.update([ff.nd.array([5.0])], [ff.nd.ones((1, 2))])",
+    "ff.io.NDArrayIter(np.ones((4, 2)), batch_size=0)",
+    "ff.io.NDArrayIter(np.ones((4, 2)), batch_size=-1)",
+    "ff.io.NDArrayIter(np.ones((4, 2)), np.ones(3), batch_size=2)",
+    "ff.io.NDArrayIter(np.ones((4, 2)), batch_size=2, last_batch_handle='bogus')",
+    "ff.io.NDArrayIter(np.full((4, 2), nan), batch_size=10 ** 12)",
+    "ff.io.CSVIter(data_csv='/nonexistent.csv', data_shape=(3,), batch_size=2)",
+    "ff.io.CSVIter(data_csv='/dev/zero', data_shape=(3,), batch_size=2)",
+    "ff.optimizer.create('bogus')", "ff.optimizer.create('sgd', momentum=2.0)",
+    "ff.optimizer.create('sgd', bogus=1)", "ff.optimizer.create('adam', beta1=nan)",
+    "ff.optimizer.get_updater(3)", "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); "
+    "u(0, ff.nd.ones((2,)), 'w')",
+    "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); u.set_states(b'')",
+    "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); u.set_states(b'\\x12' * 100)",
+    "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); u.set_states(3)",
+    "ff.kv.create('bogus')", "kv = ff.kv.create('local'); kv.init(3, ff.nd.ones((2,))); "
+    "kv.push(3, ff.nd.ones((5,)))",
+    "kv = ff.kv.create('local'); kv.pull(3, out=ff.nd.ones((2,)))",
+    "kv = ff.kv.create('local'); kv.init('a', ff.nd.ones((2,))); kv.pull('a', out=ff.nd.ones((3,)))",
+    "ff.mod.Module(3)", "ff.mod.Module(ff.sym.Variable('x'), data_names=['y'])",
+    "m = ff.mod.Module(ff.sym.FullyConnected(ff.sym.Variable('data'), num_hidden=2)); m.forward(None)",
+    "m = ff.mod.Module(ff.sym.FullyConnected(ff.sym.Variable('data'), num_hidden=2)); "
+    "m.bind([('data', (2, -3))])",
+    "m = ff.mod.Module(ff.sym.FullyConnected(ff.sym.Variable('data'), num_hidden=2)); "
+    "m.bind([('data', 'ab')])",
+    "m = ff.mod.Module(ff.sym.FullyConnected(ff.sym.Variable('data'), num_hidden=2)); "
+    "m.bind([('data', (2, 3))], for_training=False); m.init_params(); "
+    "m.set_params({'fc_weight': ff.nd.ones((9, 9))}, {}, allow_missing=True)",
+    "m = ff.mod.Module(ff.sym.FullyConnected(ff.sym.Variable('data'), num_hidden=2)); "
+    "m.bind([('data', (2, 3))], for_training=False); m.init_params(); "
+    "m.forward(ff.io.DataBatch([ff.nd.ones((5, 7))]))",
+    "m = ff.mod.Module(ff.sym.FullyConnected(ff.sym.Variable('data'), num_hidden=2)); "
+    "m.bind([('data', (2, 3))], for_training=False); m.init_params(); "
+    "m.forward(ff.io.DataBatch([ff.nd.ones((2, 3), dtype='int32')]))",
+    "m = ff.mod.Module(ff.sym.FullyConnected(ff.sym.Variable('data'), num_hidden=2)); "
+    "m.bind([('data', (2, 3))], for_training=False); m.init_params(); m.predict('abc')",
+    "ff.model.load_checkpoint('/nonexistent/prefix', 3)",
+    "ff.mod.Module.load('/nonexistent/prefix', 3)",
+    "ff.lr_scheduler.FactorScheduler(step='a')", "ff.lr_scheduler.MultiFactorScheduler(step=[nan])",
+    "ff.random.seed('a')", "ff.random.seed(-1)", "ff.random.seed(2 ** 80)",
+    "ff.nd.random.uniform(low=nan, high=1, shape=(2,))", "ff.nd.random.normal(scale=-1, shape=(2,))",
+    "ff.nd.random.uniform(shape=(-1,))", "ff.nd.random.normal(shape=(2,), dtype='int32')",
+    "ff.cpu(-1)", "ff.gpu('a')", "ff.Context('bogus')",
+    "ff.viz.print_summary(ff.sym.Variable('x'), shape={'x': (-1,)})",
+    "ff.viz.plot_network(3)",
+    "ff.callback.Speedometer(batch_size=0)", "ff.callback.do_checkpoint('/nonexistent/x', period=0)",
+    "ff.layers.Dense(-1)", "ff.layers.Dense(nan)", "ff.layers.Dropout(nan)",
+    "ff.layers.Conv2D(4, kernel_size=0)", "ff.layers.Conv2D(4, kernel_size=(3, 3), strides=-1)",
+    "ff.layers.Activation('bogus')",
+]
+
+
 CASES = {f.__name__: f for f in (load_damaged, load_pickle, module_states_error_names_file,
                                  nd_array_objects, iter_objects, optimizer_field,
-                                 lr_scheduler_case, misc)}
+                                 lr_scheduler_case, misc, code)}
 
 _MISC = ['deep_json', 'deep_json_obj', 'bad_json', 'sym_save_missing_dir',
          'nd_save_missing_dir', 'nd_load_dev_zero', 'nd_load_missing', 'nd_load_dir',
@@ -319,6 +436,7 @@ def api_trials():
                 trials.append(('optimizer_field', [name, field, v]))
     trials += [('lr_scheduler_case', list(a)) for a in _SCHED]
     trials += [('misc', m) for m in _MISC]
+    trials += [('code', c) for c in _CODE]
     return [{'kind': 'api', 'name': n, 'arg': a} for n, a in trials]
 
 

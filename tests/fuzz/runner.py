@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 #: Text that must never reach a user inside an FFError message (internals leaking).
 LEAK = re.compile('|'.join([
     r'(?<!ff)numba', r'TypingError', r'nopython', r'LLVM', r'llvmlite', r'Traceback',
-    r'cannot reshape array', r'newaxis', r'object has no attribute', r'NoneType',
+    r'cannot reshape array of size', r'newaxis', r'object has no attribute', r'NoneType',
     r'unsupported operand', r'index \d+ is out of bounds', r'list index out of range',
     r'invalid literal for', r'not subscriptable', r'object is not iterable',
     r'positional argument', r'unhashable type', r'could not convert',
