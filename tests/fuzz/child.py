@@ -49,6 +49,12 @@ def run_op(trial):
         s = list(shapes[mut[1]])
         s[mut[2]] = 0
         shapes[mut[1]] = tuple(s)
+    elif kind == 'zeroall':
+        shapes = {k: (0,) + tuple(v[1:]) if len(v) else v for k, v in shapes.items()}
+    elif kind == 'grow':
+        s = list(shapes[mut[1]])
+        s[mut[2]] += 1
+        shapes[mut[1]] = tuple(s)
     elif kind == 'rank':
         shapes[mut[1]] = (2,) * mut[2]
     elif kind == 'dtype':
@@ -95,7 +101,7 @@ def run_op(trial):
         for o in outs:
             if o.dtype.kind == 'f' and o.size and (np.abs(o.astype(np.float64)) == FLT_MAX).any():
                 return 'wrong', 'output holds -FLT_MAX/FLT_MAX for finite inputs'
-    if inst is not None and kind in ('base', 'zero') and finite_in:
+    if inst is not None and kind in ('base', 'zero', 'zeroall') and finite_in:
         ref = None
         with warnings.catch_warnings(), np.errstate(all='ignore'):
             warnings.simplefilter('ignore')

@@ -25,7 +25,7 @@ def test_every_registered_op_is_enumerated():
     names = {n for n in list_ops() if not n.startswith('_test_')}
     assert set(op_seeds()) == names
     kinds = {t['mut'][0] for t in op_trials(['FullyConnected'])}
-    assert kinds == {'base', 'zero', 'rank', 'dtype', 'value', 'field'}
+    assert kinds == {'base', 'zeroall', 'zero', 'grow', 'rank', 'dtype', 'value', 'field'}
 
 
 def test_classification():

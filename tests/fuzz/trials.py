@@ -136,9 +136,12 @@ def op_trials(names=None):
         def add(*mut):
             trials.append({'kind': 'op', 'op': name, 'mut': list(mut)})
         add('base')
+        add('zeroall')
         for arg, shape in s.shapes.items():
             for ax in range(len(shape)):
                 add('zero', arg, ax)
+                if len(s.shapes) > 1:
+                    add('grow', arg, ax)
             for r in RANKS:
                 if r != len(shape):
                     add('rank', arg, r)
