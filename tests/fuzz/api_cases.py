@@ -340,6 +340,10 @@ _CODE = [
     "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); u.set_states(b'')",
     "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); u.set_states(b'\\x12' * 100)",
     "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); u.set_states(3)",
+    "u = ff.optimizer.get_updater(ff.optimizer.create('ftrl')); "
+    "u(0, ff.nd.ones((3,), dtype='int32'), ff.nd.ones((3,), dtype='int32'))",
+    "u = ff.optimizer.get_updater(ff.optimizer.create('sgd')); "
+    "u(0, ff.nd.ones((3,), dtype='bool'), ff.nd.ones((3,), dtype='bool'))",
     "ff.kv.create('bogus')", "kv = ff.kv.create('local'); kv.init(3, ff.nd.ones((2,))); "
     "kv.push(3, ff.nd.ones((5,)))",
     "kv = ff.kv.create('local'); kv.pull(3, out=ff.nd.ones((2,)))",

@@ -66,3 +66,13 @@ def test_fused_update_checks_states():
     state = opt.create_state(0, ff.nd.ones((2,)))
     with pytest.raises(ShapeError, match='optimizer state 0 has shape'):
         opt.update(0, ff.nd.ones((50,)), ff.nd.ones((50,)), state)
+
+
+@pytest.mark.parametrize('dtype', ['int32', 'bool'])
+def test_optimizers_refuse_integer_weights(dtype):
+    from ffnumba.base import DTypeError
+    upd = ff.optimizer.get_updater(ff.optimizer.create('ftrl'))
+    w = ff.nd.ones((3,), dtype=dtype)
+    with pytest.raises(DTypeError, match='float dtype'):
+        upd(0, ff.nd.ones((3,), dtype=dtype), w)
+    np.testing.assert_array_equal(w.asnumpy(), np.ones(3, dtype))
