@@ -16,7 +16,7 @@ import numpy as np
 
 from ..base import FFError, ParamError, get_logger
 from ._checks import _EXHAUSTED, _check_iter, _split_params  # noqa: F401
-from . import _nan_guard, _threads
+from . import _nan_guard, _resume, _threads
 
 __all__ = ['BaseModule', 'BatchEndParam']
 
@@ -291,6 +291,7 @@ class BaseModule:
                          allow_missing=allow_missing, force_init=force_init)
         self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
                             optimizer_params=optimizer_params)
+        _resume.restore(self, train_data)     # generator states of a loaded checkpoint
         if validation_metric is None:
             validation_metric = eval_metric
         self._fit_epochs(train_data, eval_data, _create_metric(eval_metric), validation_metric,

@@ -20,6 +20,7 @@ from ..context import cpu
 from ._checks import (_MissingParamError, _check_batch, _check_contexts, _check_input_names,
                       _check_param_dicts, _copy_param, _parse_data_desc)
 from .base_module import BaseModule, _atomic_write
+from . import _resume
 from .executor_group import DataParallelExecutorGroup
 
 _LOG = logging.getLogger(__name__)
@@ -186,6 +187,7 @@ class Module(BaseModule):
         _LOG.info('Saved checkpoint to "%s"', param_name)
         if save_optimizer_states:
             state_name = '%s-%04d.states' % (prefix, epoch)
+            _resume.attach(self)      # generator states go into the .states: exact resume
             self.save_optimizer_states(state_name)
             _LOG.info('Saved optimizer state to "%s"', state_name)
 

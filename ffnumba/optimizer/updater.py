@@ -39,7 +39,7 @@ __all__ = ['Updater', 'get_updater', 'import_mxnet_states', 'HEADER']
 HEADER = '__ffnumba_states__'
 _FORMAT = 'ffnumba.optimizer.states'
 _HEADER_KEYS = {'format', 'version', 'optimizer', 'states', 'num_update', 'counts', 'extra',
-                'optimizer_config', 'checksum'}
+                'optimizer_config', 'checksum', 'rng'}
 _VERSION = 1
 _PICKLE_MSG = (
     'optimizer states: %s is a Python pickle (MXNet writes .states files with pickle). '
@@ -230,6 +230,7 @@ class Updater:
         self.states = {}
         self.states_synced = {}
         self._weight_shapes = {}    # index -> shape of the weight its state was made for
+        self.rng_state = None       # generator states written with the states (module._resume)
 
     def __call__(self, index, grad, weight):
         """Update ``weight`` in place (``index``/``grad``/``weight`` may be lists).
@@ -310,6 +311,8 @@ class Updater:
         }
         if dump_optimizer:
             doc['optimizer_config'] = _optimizer_config(opt)
+        if getattr(self, 'rng_state', None):
+            doc['rng'] = self.rng_state     # generator states (module._resume)
         doc['checksum'] = {'sha256': _checksum(doc, arrays)}
         head = np.frombuffer(json.dumps(doc, sort_keys=True).encode('utf-8'), np.uint8)
         out = {HEADER: head}
@@ -396,6 +399,7 @@ class Updater:
         self.states = loaded
         self.states_synced = dict.fromkeys(self.states, False)
         self._weight_shapes = {}
+        self.rng_state = doc.get('rng')     # restored by the next fit (module._resume)
 
 
 def get_updater(optimizer):
