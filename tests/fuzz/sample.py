@@ -5,9 +5,9 @@ from .api_cases import api_trials
 from .trials import op_trials
 
 #: op mutations per operator in the fast sample (plus its 'base' trial).
-PER_OP = 3
+PER_OP = 2
 #: public-API trials in the fast sample.
-API = 60
+API = 50
 
 
 def fast_sample(seed=12):
