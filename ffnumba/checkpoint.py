@@ -147,16 +147,20 @@ def save_states(fname, payload):
 
 
 def read_states(fname, what='load_optimizer_states'):
-    """The bytes of an optimizer-state file.
+    """The bytes of an optimizer-state file (a regular file: never ``/dev/zero`` or a pipe).
 
     Raises
     ------
     FFError
         ``{what}: cannot read {fname}: {reason}`` when the file cannot be read.
     """
+    import stat
     try:
         with open(fname, 'rb') as f:
-            return f.read()
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise FFError('%s: cannot read %s: not a regular file' % (what, fname))
+            return f.read(st.st_size)
     except OSError as e:
         raise FFError('%s: cannot read %s: %s' % (what, fname, e.strerror or e)) from None
 

@@ -6,7 +6,9 @@ machine without CUDA raises :class:`~ffnumba.base.FFError` at bind time.
 """
 import threading
 
-from .base import FFError
+import numpy as np
+
+from .base import FFError, ParamError
 
 __all__ = ['Context', 'cpu', 'gpu', 'cpu_pinned', 'current_context', 'num_gpus']
 
@@ -40,6 +42,10 @@ class Context:
         if device_type not in self.devstr2type:
             raise FFError('Context: unknown device_type %r; expected one of %s'
                           % (device_type, sorted(self.devstr2type)))
+        if isinstance(device_id, bool) or not isinstance(device_id, (int, np.integer)) \
+                or device_id < 0:
+            raise ParamError('Context: `device_id` must be an int >= 0. Received: %r'
+                             % (device_id,))
         self.device_type = device_type
         self.device_id = int(device_id)
         self._old = None

@@ -17,6 +17,8 @@ Source: MXNet 1.x ``python/mxnet/lr_scheduler.py``; step sequences checked
 against MXNet 1.9.1.
 """
 import logging
+import math
+import numbers
 from math import cos, pi
 
 from .base import ParamError
@@ -29,6 +31,23 @@ __all__ = ['LRScheduler', 'FactorScheduler', 'MultiFactorScheduler', 'PolySchedu
 
 def _err(cls, field, rule, value):
     return ParamError('%s: `%s` must be %s. Received: %s=%r' % (cls, field, rule, field, value))
+
+
+def _finite(cls, field, value, low=0.0):
+    """``value`` checked as a finite real number ``>= low`` (NaN and inf refused: a NaN
+    passes no comparison and would make every later rate NaN)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or value < low:
+        raise _err(cls, field, 'a finite number >= %g' % low, value)
+    return value
+
+
+def _count(cls, field, value, low):
+    """``value`` checked as an int ``>= low`` (an integral float is accepted, as MXNet does)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or int(value) != value or value < low:
+        raise _err(cls, field, 'an int >= %d' % low, value)
+    return value
 
 
 class LRScheduler:
@@ -53,7 +72,8 @@ class LRScheduler:
 
     def __init__(self, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0, warmup_mode='linear'):
         name = type(self).__name__
-        self.base_lr = base_lr
+        self.base_lr = _finite(name, 'base_lr', base_lr)
+        _finite(name, 'warmup_begin_lr', warmup_begin_lr)
         if not isinstance(warmup_steps, int) or isinstance(warmup_steps, bool) \
                 or warmup_steps < 0:
             raise _err(name, 'warmup_steps', 'an int >= 0', warmup_steps)
@@ -116,8 +136,9 @@ class FactorScheduler(LRScheduler):
     def __init__(self, step, factor=1, stop_factor_lr=1e-8, base_lr=0.01, warmup_steps=0,
                  warmup_begin_lr=0, warmup_mode='linear'):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        if step < 1:
-            raise _err('FactorScheduler', 'step', '>= 1', step)
+        _count('FactorScheduler', 'step', step, 1)
+        _finite('FactorScheduler', 'factor', factor)
+        _finite('FactorScheduler', 'stop_factor_lr', stop_factor_lr)
         if factor > 1.0:
             raise _err('FactorScheduler', 'factor', '<= 1 so that the rate decreases', factor)
         self.step = step
@@ -167,8 +188,10 @@ class MultiFactorScheduler(LRScheduler):
         for i, s in enumerate(step):
             if i and s <= step[i - 1]:
                 raise _err('MultiFactorScheduler', 'step', 'an increasing list', step)
-            if s < 1:
+            if isinstance(s, bool) or not isinstance(s, numbers.Real) or \
+                    not math.isfinite(s) or s < 1:
                 raise _err('MultiFactorScheduler', 'step', 'a list of ints >= 1', step)
+        _finite('MultiFactorScheduler', 'factor', factor)
         if factor > 1.0:
             raise _err('MultiFactorScheduler', 'factor', '<= 1 so that the rate decreases',
                        factor)
@@ -200,6 +223,10 @@ class _Annealing(LRScheduler):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(max_update, int) or isinstance(max_update, bool) or max_update < 1:
             raise _err(type(self).__name__, 'max_update', 'an int >= 1', max_update)
+        _finite(type(self).__name__, 'final_lr', final_lr)
+        if warmup_steps >= max_update:
+            raise _err(type(self).__name__, 'warmup_steps', '< max_update (%r)' % max_update,
+                       warmup_steps)
         self.base_lr_orig = self.base_lr
         self.max_update = max_update
         self.final_lr = final_lr
@@ -231,6 +258,7 @@ class PolyScheduler(_Annealing):
         Update at which the rate reaches ``final_lr`` (>= 1).
     base_lr : float, default 0.01
     pwr : float, default 2
+        Finite and >= 0 (a negative power would divide by zero at ``max_update``).
     final_lr : float, default 0
     warmup_steps, warmup_begin_lr, warmup_mode
         As :class:`LRScheduler`.
@@ -240,7 +268,7 @@ class PolyScheduler(_Annealing):
                  warmup_begin_lr=0, warmup_mode='linear'):
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
                          warmup_mode)
-        self.power = pwr
+        self.power = _finite('PolyScheduler', 'pwr', pwr)
 
     def _shape(self, frac):
         return pow(1 - frac, self.power)

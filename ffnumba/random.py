@@ -8,6 +8,8 @@ import threading
 
 import numpy as np
 
+from .base import ParamError
+
 __all__ = ['seed', 'generator', 'spawn']
 
 _lock = threading.Lock()
@@ -26,6 +28,10 @@ def seed(seed_state, ctx='all'):
     ctx : Context or 'all', default 'all'
         Accepted for MXNet compatibility; one generator serves every device.
     """
+    if isinstance(seed_state, bool) or not isinstance(seed_state, (int, np.integer)) \
+            or not 0 <= seed_state < 2 ** 64:
+        raise ParamError('seed: `seed_state` must be an int in [0, 2**64). Received: %r'
+                         % (seed_state,))
     with _lock:
         _state['rng'] = np.random.default_rng(int(seed_state))
         _state['spawner'] = np.random.SeedSequence([int(seed_state), 0x5EED])

@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..base import ParamError, ShapeError
+from ..base import FFError, ParamError, ShapeError
 from ..context import cpu
 from .. import random as _random
 from .base import DataBatch, DataDesc, DataIter
@@ -32,8 +32,15 @@ _HANDLES = ('pad', 'discard', 'roll_over')
 def _host_array(value, name):
     """A CPU numpy copy: an NDArray keeps its dtype, anything else becomes float32."""
     from ..ndarray import NDArray
+    from ..ndarray._objects import check_numeric
     if isinstance(value, NDArray):
         return value.asnumpy()
+    if isinstance(value, (np.ndarray, list, tuple)):
+        try:
+            check_numeric(np.asarray(value), 'NDArrayIter: %r' % name)  # None would become NaN
+        except (TypeError, ValueError) as e:
+            if isinstance(e, FFError):
+                raise
     try:
         return np.array(value, dtype=np.float32, order='C')   # a copy, as MXNet makes
     except (TypeError, ValueError):

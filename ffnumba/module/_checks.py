@@ -18,6 +18,9 @@ class _MissingParamError(FFError, RuntimeError):
 
 def _check_input_names(symbol, names, typename, throw):
     """Raise (or warn) when ``names`` are not arguments of ``symbol``."""
+    if not hasattr(symbol, 'list_arguments'):
+        raise ParamError('Module: `symbol` must be a Symbol. Received: %s'
+                         % type(symbol).__name__)
     args = symbol.list_arguments()
     for name in names:
         if name in args:

@@ -18,6 +18,7 @@ from ..base import FFError, ParamError, get_logger
 from ..callback import BatchEndParam
 from ._checks import _EXHAUSTED, _check_iter
 from ._interface import ModuleInterface
+from . import _nan_guard, _resume, _threads
 
 __all__ = ['BaseModule', 'BatchEndParam']
 
@@ -109,12 +110,14 @@ class BaseModule(ModuleInterface):
         for nbatch, eval_batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
-            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(eval_batch, is_train=False)
-            if isinstance(eval_batch, list):
-                self.update_metric(eval_metric, [b.label for b in eval_batch], pre_sliced=True)
-            else:
-                self.update_metric(eval_metric, eval_batch.label)
+            with _threads.lock(self):   # one batch at a time (docs/guide/threads.md)
+                self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+                self.forward(eval_batch, is_train=False)
+                if isinstance(eval_batch, list):
+                    self.update_metric(eval_metric, [b.label for b in eval_batch],
+                                       pre_sliced=True)
+                else:
+                    self.update_metric(eval_metric, eval_batch.label)
             if batch_end_callback is not None:
                 params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
                                        locals=locals())
@@ -137,10 +140,11 @@ class BaseModule(ModuleInterface):
         for nbatch, eval_batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
-            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(eval_batch, is_train=False)
-            pad = eval_batch.pad or 0
-            outputs = [out[0:out.shape[0] - pad] for out in self.get_outputs()]
+            with _threads.lock(self):   # one batch at a time; outputs copied (threads.md)
+                self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+                self.forward(eval_batch, is_train=False)
+                pad = eval_batch.pad or 0
+                outputs = [out[0:out.shape[0] - pad].copy() for out in self.get_outputs()]
             yield outputs, nbatch, eval_batch
 
     def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
@@ -169,8 +173,9 @@ class BaseModule(ModuleInterface):
         if isinstance(eval_data, (nd.NDArray, np.ndarray)):
             if isinstance(eval_data, np.ndarray):
                 eval_data = nd.array(eval_data)
-            self.forward(DataBatch([eval_data]), is_train=False)
-            return self.get_outputs()[0]
+            with _threads.lock(self):
+                self.forward(DataBatch([eval_data]), is_train=False)
+                return self.get_outputs()[0].copy()
         if not hasattr(eval_data, 'reset') or not hasattr(eval_data, '__iter__'):
             raise FFError('predict: eval_data must be a DataIter, an NDArray or a numpy array. '
                           'Received: %s' % type(eval_data).__name__)
@@ -180,10 +185,12 @@ class BaseModule(ModuleInterface):
         for nbatch, eval_batch in enumerate(eval_data):
             if num_batch is not None and nbatch == num_batch:
                 break
-            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
-            self.forward(eval_batch, is_train=False)
-            pad = eval_batch.pad or 0
-            output_list.append([out[0:out.shape[0] - pad].copy() for out in self.get_outputs()])
+            with _threads.lock(self):   # one batch at a time (docs/guide/threads.md)
+                self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+                self.forward(eval_batch, is_train=False)
+                pad = eval_batch.pad or 0
+                output_list.append([out[0:out.shape[0] - pad].copy()
+                                    for out in self.get_outputs()])
         if not output_list:
             return output_list
         if merge_batches:
@@ -267,6 +274,7 @@ class BaseModule(ModuleInterface):
                          allow_missing=allow_missing, force_init=force_init)
         self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
                             optimizer_params=optimizer_params)
+        _resume.restore(self, train_data)     # generator states of a loaded checkpoint
         if validation_metric is None:
             validation_metric = eval_metric
         eval_metric = _create_metric(eval_metric)
@@ -304,6 +312,7 @@ class BaseModule(ModuleInterface):
                 if monitor is not None:
                     monitor.tic()
                 self.forward_backward(data_batch)
+                _nan_guard.check_batch(self, data_batch, epoch, nbatch)  # stop before a NaN update
                 self.update()
                 if isinstance(data_batch, list):
                     self.update_metric(eval_metric, [b.label for b in data_batch],

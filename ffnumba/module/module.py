@@ -21,6 +21,7 @@ from ._checks import (_MissingParamError, _check_batch, _check_contexts, _check_
                       _check_loaded_params, _check_param_dicts, _copy_param, _parse_data_desc)
 from .base_module import BaseModule
 from .. import checkpoint as _ckpt
+from . import _resume
 from .executor_group import DataParallelExecutorGroup
 from ..kvstore.updates import _initialize_kvstore, _update_params, _update_params_on_kvstore
 
@@ -153,6 +154,7 @@ class Module(BaseModule):
         _LOG.info('Saved checkpoint to "%s"', param_name)
         if save_optimizer_states:
             state_name = '%s-%04d.states' % (prefix, epoch)
+            _resume.attach(self)      # generator states go into the .states: exact resume
             self.save_optimizer_states(state_name)
             _LOG.info('Saved optimizer state to "%s"', state_name)
 

@@ -7,7 +7,7 @@ on a GPU it runs through the host for now (kernels never do).
 """
 import numpy as np
 
-from ..base import DTypeError, FFError, ShapeError
+from ..base import DTypeError, FFError, ParamError, ShapeError
 from ..context import Context, current_context, check_device
 from ..dtype import np_dtype
 
@@ -204,9 +204,9 @@ class NDArray:
                                  % (self.shape, shape, e)) from None
         try:
             data = self._data.reshape(shape)
-        except (ValueError, NotImplementedError) as e:
-            raise ShapeError('reshape: cannot reshape array of shape %s into %s (%s)'
-                             % (self.shape, shape, e)) from None
+        except (ValueError, NotImplementedError, TypeError):
+            raise ShapeError('reshape: cannot reshape array of shape %s (size %d) into %s'
+                             % (self.shape, self.size, shape)) from None
         return NDArray(data, self._ctx)
 
     def flatten(self):
@@ -259,8 +259,8 @@ class NDArray:
         try:
             out = self.asnumpy()[key] if self._gpu() else self._data[key]
         except IndexError as e:
-            raise NDArrayIndexError('NDArray of shape %s: index %r is out of range (%s)'
-                                    % (self.shape, key, e)) from None
+            raise NDArrayIndexError('NDArray of shape %s: %s' % (self.shape, _index_msg(key, e))) \
+                from None
         if self._gpu():
             return array(out, ctx=self._ctx, dtype=self._data.dtype)
         if np.isscalar(out) or (isinstance(out, np.ndarray) and out.ndim == 0):
@@ -280,11 +280,12 @@ class NDArray:
             else:
                 self._data[key] = value
         except IndexError as e:
-            raise NDArrayIndexError('NDArray of shape %s: index %r is out of range (%s)'
-                                    % (self.shape, key, e)) from None
-        except ValueError as e:
-            raise ShapeError('NDArray of shape %s: cannot assign a value of shape %s to [%r] '
-                             '(%s)' % (self.shape, np.shape(value), key, e)) from None
+            raise NDArrayIndexError('NDArray of shape %s: %s' % (self.shape, _index_msg(key, e))) \
+                from None
+        except (ValueError, TypeError):
+            raise ShapeError('NDArray of shape %s: cannot assign a value of shape %s and type %s '
+                             'to [%r]' % (self.shape, np.shape(value), type(value).__name__,
+                                          key)) from None
 
     # ------------------------------------------------------------ arithmetic
     def _binary(self, other, fn, reverse=False):
@@ -298,6 +299,9 @@ class NDArray:
         except ValueError as e:
             raise ShapeError('NDArray: operands could not be broadcast together: %s and %s'
                              % (self.shape, getattr(other, 'shape', ())) ) from e
+        except TypeError:   # numpy's UFuncTypeError names its loops
+            raise DTypeError('NDArray: cannot do arithmetic between an NDArray of dtype %s and '
+                             'a %s' % (a.dtype, type(other).__name__)) from None
         out = np.asarray(out)
         if out.dtype != a.dtype and not isinstance(other, NDArray):
             out = out.astype(a.dtype)   # MXNet: an array-scalar op keeps the array's dtype
@@ -446,6 +450,9 @@ def from_numpy(a, ctx=None):
     return NDArray(np.ascontiguousarray(a), ctx)
 
 
+from ._objects import check_numeric  # noqa: E402
+
+
 def array(source_array, ctx=None, dtype=None):
     """An NDArray copied from ``source_array``.
 
@@ -473,20 +480,36 @@ def array(source_array, ctx=None, dtype=None):
             raise ShapeError('array: the source is not a regular (rectangular) array: %s'
                              % e) from None
         dt = np_dtype(dtype) if dtype is not None else np.dtype('float32')
+        check_numeric(host, 'array')      # None would become NaN silently
     try:
         host = np.array(host, dtype=dt, order='C', copy=True)
-    except (TypeError, ValueError) as e:
-        raise DTypeError('array: cannot convert a source of dtype %s to %s: %s'
-                         % (host.dtype, dt, e)) from None
+    except (TypeError, ValueError):
+        raise DTypeError('array: cannot convert a source of dtype %s to %s'
+                         % (host.dtype, dt)) from None
     if ctx.device_type == 'gpu':
         return NDArray(_to_device(host, ctx), ctx)
     return NDArray(host, ctx)
 
 
+def _index_msg(key, err):
+    """The problem with ``key``, in our words (numpy's mention its internals)."""
+    if 'out of bounds' in str(err) or 'too many indices' in str(err):
+        return 'index %r is out of range' % (key,)
+    return ('index %r is not valid: use ints, slices (`:`), `...`, None or int/bool arrays'
+            % (key,))
+
+
 def _shape(shape):
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
+    try:
+        if isinstance(shape, (int, np.integer)):
+            return (int(shape),)
+        shape = tuple(shape)
+        if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+            raise TypeError
+        return tuple(int(s) for s in shape)
+    except TypeError:
+        raise ParamError('shape must be an int or a tuple of ints. Received: %r' % (shape,)) \
+            from None
 
 
 def empty(shape, ctx=None, dtype='float32'):
@@ -499,7 +522,9 @@ def _host_alloc(fn, shape, dtype, *fill):
     """``fn(shape, *fill, dtype=dtype)``, with running out of memory as an FFError."""
     try:
         return fn(shape, *fill, dtype=dtype)
-    except MemoryError:
+    except (MemoryError, ValueError, OverflowError) as e:
+        if not isinstance(e, MemoryError) and 'big' not in str(e) and 'dimension' not in str(e):
+            raise           # numpy's "array is too big" / "Maximum allowed dimension exceeded"
         nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
         raise FFError('cannot allocate an array of shape %s and dtype %s (%.3g GB): out of '
                       'memory. Check the shapes (a huge pad, scale or batch size?)'
@@ -523,7 +548,11 @@ def ones(shape, ctx=None, dtype='float32', **kwargs):
 def full(shape, val, ctx=None, dtype='float32', out=None):
     """An NDArray filled with ``val``."""
     ctx = ctx or current_context()
-    host = _host_alloc(np.full, _shape(shape), np_dtype(dtype), val)
+    try:
+        host = _host_alloc(np.full, _shape(shape), np_dtype(dtype), val)
+    except (ValueError, TypeError):
+        raise ParamError('full: cannot fill an array of dtype %s with %r'
+                         % (np_dtype(dtype), val)) from None
     if out is not None:
         out[:] = host
         return out
@@ -552,14 +581,19 @@ def concatenate(arrays, axis=0, always_copy=True):
         raise ShapeError('concatenate: need at least one array')
     try:
         host = np.concatenate([a.asnumpy() for a in arrays], axis=axis)
-    except ValueError as e:
-        raise ShapeError('concatenate: shapes %s do not fit along axis %d (%s)'
-                         % ([a.shape for a in arrays], axis, e)) from None
+    except (ValueError, IndexError):       # numpy's own wording is not repeated
+        raise ShapeError('concatenate: shapes %s do not fit along axis %d (every other axis '
+                         'must match)' % ([a.shape for a in arrays], axis)) from None
     return array(host, ctx=arrays[0].context, dtype=host.dtype)
 
 
-def concat(*arrays, dim=1):
-    """Join NDArrays along ``dim`` (MXNet ``nd.concat``; default dim 1)."""
+def concat(*arrays, dim=1, num_args=None):
+    """Join NDArrays along ``dim`` (MXNet ``nd.concat``; default dim 1).
+
+    ``num_args``, when given, must equal the number of arrays (MXNet's check).
+    """
+    if num_args is not None and num_args != len(arrays):
+        raise ParamError('concat: num_args=%r but %d arrays were given' % (num_args, len(arrays)))
     return concatenate(list(arrays), axis=dim)
 
 

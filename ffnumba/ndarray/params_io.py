@@ -32,12 +32,13 @@ Source: MXNet 1.x ``src/ndarray/ndarray.cc`` (``NDArray::Save``/``Load``),
 decoded and checked byte-for-byte against files written by MXNet 1.9.1.
 """
 import os
+import stat
 import struct
 import tempfile
 
 import numpy as np
 
-from ..base import FFError, ParamError
+from ..base import DTypeError, FFError, ParamError
 from ..dtype import DTYPE_CODES, dtype_code, np_dtype
 
 __all__ = ['save', 'load', 'dumps', 'loads', 'encode_record', 'record_from_bytes', 'atomic_write',
@@ -148,34 +149,88 @@ class WriteError(FFError, OSError):
     """A file that cannot be written (also an ``OSError``)."""
 
 
+def _lock(fd):
+    """Hold an exclusive lock on an open temporary file while it is written (POSIX)."""
+    try:
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except (ImportError, OSError):
+        return False
+
+
+def _remove_stale(folder, base, mine):
+    """Remove temporaries of ``base`` left by saves that died mid-write.
+
+    A live writer holds a lock on its temporary file (released when its process
+    dies), so only the files nobody holds are removed; where locks are not
+    available, only those older than an hour.
+    """
+    import time
+    prefix = '.%s.' % base
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith('.tmp')]
+    except OSError:
+        return
+    for n in names:
+        path = os.path.join(folder, n)
+        if path == mine:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            try:
+                import fcntl
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                stale = True
+            except ImportError:
+                stale = time.time() - os.fstat(fd).st_mtime > 3600
+            except OSError:
+                stale = False       # a save in progress holds it
+            if stale:
+                os.unlink(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
 def atomic_write(fname, chunks):
     """Write byte chunks to ``fname`` through a temporary file and a rename.
 
-    The temporary file sits in the same folder, is flushed and fsync'ed, then
-    ``os.replace``'d over ``fname``: a crash never leaves a half-written file
-    under the real name.
+    The temporary file (``.<name>.<random>.tmp``) sits in the same folder, is
+    locked while written, flushed and fsync'ed, then ``os.replace``'d over
+    ``fname``: a crash never leaves a half-written file under the real name.
+    After a successful write, temporaries of the same ``fname`` left by saves
+    killed mid-write (unlocked ones) are removed.
+
+    This is the one home of atomic writes (``nd.save``, ``Symbol.save``,
+    checkpoints, optimizer states).
 
     Raises
     ------
     WriteError
         (an FFError and OSError) when the folder does not exist or the file
-        cannot be written.
+        cannot be written; the message names ``fname``.
     """
     fname = os.fspath(fname)
     folder = os.path.dirname(os.path.abspath(fname))
+    base = os.path.basename(fname)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.%s.' % os.path.basename(fname),
-                                   suffix='.tmp')
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.%s.' % base, suffix='.tmp')
     except OSError as e:
         raise WriteError('cannot write %s: %s' % (fname, e.strerror or e)) from None
+    _lock(fd)
     try:
         with os.fdopen(fd, 'wb') as f:
             for c in chunks:
                 f.write(c)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, fname)
+            os.chmod(tmp, 0o666 & ~_UMASK)
+            os.replace(tmp, fname)      # still locked: a cleaner never takes it for stale
     except BaseException as e:
         try:
             os.unlink(tmp)
@@ -192,6 +247,7 @@ def atomic_write(fname, chunks):
             os.close(dfd)
     except OSError:
         pass
+    _remove_stale(folder, base, tmp)
 
 
 def save(fname, data):
@@ -368,6 +424,20 @@ def record_from_bytes(buf, source='<record>'):
     return a
 
 
+def looks_like_pickle(buf):
+    """Whether ``buf`` is (probably) a Python pickle of any protocol.
+
+    Protocol 2+ pickles start with the PROTO opcode ``0x80``; protocols 0 and 1
+    start with an opcode such as ``(``, ``]``, ``}``, ``c`` and every pickle ends
+    with the STOP opcode ``.``. Neither MXNet's NDArray files (first byte
+    0x12) nor ffnumba's state files look like that.
+    """
+    buf = bytes(buf[:1]) + bytes(buf[-1:])
+    if buf[:1] == b'\x80':
+        return True
+    return len(buf) == 2 and buf[:1] in b'(]}cIFLSVNKJUTX)' and buf[1:] == b'.'
+
+
 def _decode(buf, source):
     from .ndarray import NDArray
     r = _Reader(buf, source)
@@ -376,7 +446,7 @@ def _decode(buf, source):
     magic, _reserved, n = r.unpack('<QQQ', 'header')
     if magic != LIST_MAGIC:
         r.pos = 0
-        if r.buf[:1] == b'\x80':
+        if looks_like_pickle(r.buf):
             r.fail('this is a Python pickle, not an NDArray file')
         r.fail('not an MXNet NDArray file: header magic 0x%X (expected 0x%X)'
                % (magic, LIST_MAGIC))
@@ -431,10 +501,17 @@ def load(fname):
         If the file is missing, truncated or corrupted; the message names
         the file and the defect.
     """
+    if not isinstance(fname, (str, bytes, os.PathLike)):
+        raise DTypeError('nd.load: `fname` must be a path (str or os.PathLike). Received: %r'
+                         % (fname,))
     path = os.fspath(fname)
     try:
         with open(path, 'rb') as f:
-            buf = f.read()
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                # /dev/zero, a FIFO: no size to bound the reads by, and maybe no end
+                raise FFError('nd.load: cannot read %s: not a regular file' % path)
+            buf = f.read(st.st_size)
     except OSError as e:
         raise FFError('nd.load: cannot read %s: %s' % (path, e.strerror or e)) from None
     return _decode(buf, path)

@@ -18,16 +18,29 @@ def _draw(what, sample, shape, dtype, ctx, out):
         if isinstance(v, NDArray):
             raise ParamError('%s: distribution parameters must be numbers (per-element '
                              'NDArray parameters are not supported)' % what)
+        if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool) \
+                or not np.isfinite(v):
+            raise ParamError('%s: distribution parameters must be finite numbers. Received: %r'
+                             % (what, sample.args))
     if out is not None:
         shape = out.shape if shape is _Null else shape
         dtype = out.dtype if dtype is _Null else dtype
         ctx = out.context if ctx is None else ctx
     shape = () if shape is _Null or shape is None else shape
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    try:
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        shape = None
+    if shape is None or any(s < 0 for s in shape):
+        raise ParamError('%s: `shape` must be an int or a tuple of ints >= 0' % what)
     dtype = np.float32 if dtype is _Null or dtype is None else np.dtype(dtype)
     if not np.issubdtype(dtype, np.floating):
         raise ParamError('%s: `dtype` must be a float type. Received: dtype=%r' % (what, dtype))
-    host = np.asarray(sample(_random.generator(), shape or (1,))).astype(dtype)
+    try:
+        host = np.asarray(sample(_random.generator(), shape or (1,))).astype(dtype)
+    except (ValueError, OverflowError):     # numpy: scale < 0, high - low overflows
+        raise ParamError('%s: invalid distribution parameters %r' % (what, sample.args)) \
+            from None
     if out is not None:
         out[:] = host
         return out

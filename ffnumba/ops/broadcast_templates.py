@@ -358,7 +358,7 @@ def _no_pre(v, s1, s2):
     return s1, s2
 
 
-def make_reduce(combine, finalize, grad, axes_of, pre=None):
+def make_reduce(combine, finalize, grad, axes_of, pre=None, empty=0.0):
     """Forward/backward of a reduction over some axes.
 
     Parameters
@@ -374,6 +374,11 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None):
     pre : njit function (v, s1, s2) -> (s1, s2), optional
         Per-group statistics the gradient needs (prod: product of the
         non-zeros and the count of zeros), folded from ``(1, 0)``.
+    empty : float, default 0.0
+        The value of a group with no elements (a zero-length reduced axis):
+        the identity of ``combine`` (sum 0, prod 1; mean NaN, as numpy).
+        Ops without an identity (max, min) refuse such inputs in shape
+        inference; the kernels never run on an empty group.
 
     Returns
     -------
@@ -492,13 +497,16 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None):
 
     def forward(ctx, p, inputs, outputs, aux):
         x = inputs[0]
+        if x.size == 0 or outputs[0].size == 0:
+            outputs[0][...] = empty     # empty groups (the kernels need n >= 1)
+            return
         koff, roff, swap = _plan(p, x)
         o = _up(outputs[0])
         fwd_cpu(_flat(_up(x)), _flat(o), koff, roff, swap)
         _down(outputs[0], o)
 
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-        if req[0] == 'null':
+        if req[0] == 'null' or inputs[0].size == 0:
             return
         x = inputs[0]
         koff, roff, swap = _plan(p, x)
@@ -529,11 +537,15 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None):
     def forward_gpu(ctx, p, inputs, outputs, aux):
         import_cuda(globals())
         x = inputs[0]
+        if x.size == 0 or outputs[0].size == 0:
+            if outputs[0].size:
+                fill_gpu.launch(outputs[0].size, _flat(outputs[0]), empty)
+            return
         koff, roff = _dev_plan(x, p)
         fwd_gpu.launch(koff.size, _flat(x), _flat(outputs[0]), koff, roff)
 
     def backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-        if req[0] == 'null':
+        if req[0] == 'null' or inputs[0].size == 0:
             return
         import_cuda(globals())
         x = inputs[0]

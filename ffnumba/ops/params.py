@@ -12,6 +12,7 @@ Strings appear only at the JSON boundary: ``Params.parse`` turns ``'True'``,
 strings MXNet stores (``str(value)`` of what the user gave).
 """
 import ast
+import math
 
 import numpy as np
 
@@ -53,10 +54,16 @@ class Field:
         Allowed values for a str field.
     optional : bool, default False
         Whether ``None`` is a valid value.
+    allow_nonfinite : bool, default False
+        Whether a float field accepts NaN and +-inf. Off by default: a NaN
+        passes every ``low``/``high`` comparison and an inf slips past a lower
+        bound, and either silently poisons every output (``eps=nan``). Fields
+        where they mean something (a clip bound of inf, a scalar operand)
+        opt in.
     """
 
     def __init__(self, kind, default=REQUIRED, doc='', low=None, high=None,
-                 choices=None, optional=False):
+                 choices=None, optional=False, allow_nonfinite=False):
         self.kind = kind
         self.default = default
         self.doc = doc
@@ -64,6 +71,7 @@ class Field:
         self.high = high
         self.choices = tuple(choices) if choices is not None else None
         self.optional = optional or default is None
+        self.allow_nonfinite = allow_nonfinite
         self.name = None  # set by Params.__init_subclass__
 
     def rule(self):
@@ -100,6 +108,8 @@ class Field:
                     raise bad()
             elif self.kind == 'dtype':
                 v = s
+            elif self.kind is float and s.lower().lstrip('+-') in ('inf', 'infinity', 'nan'):
+                v = float(s)        # str(float('inf')) in MXNet JSON attrs
             else:
                 try:
                     v = ast.literal_eval(s)
@@ -121,10 +131,15 @@ class Field:
             if not isinstance(v, (int, np.integer)):
                 raise bad()
             v = int(v)
+            if not -2 ** 63 <= v < 2 ** 63:     # kernels and shapes hold int64
+                raise bad()
         elif self.kind is float:
             if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
                 raise bad()
             v = float(v)
+            if not self.allow_nonfinite and not math.isfinite(v):
+                raise ParamError('%s: `%s` must be a finite float (not nan or inf). '
+                                 'Received: %s=%r' % (op_name, self.name, self.name, value))
         elif self.kind is str:
             if not isinstance(v, str):
                 raise bad()
@@ -139,6 +154,8 @@ class Field:
             if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in v):
                 raise bad()
             v = Shape(int(x) for x in v)
+            if any(not -2 ** 63 <= x < 2 ** 63 for x in v):
+                raise bad()
             if any((self.low is not None and x < self.low) or
                    (self.high is not None and x > self.high) for x in v):
                 raise bad()

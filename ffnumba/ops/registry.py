@@ -36,12 +36,15 @@ import numpy as np
 
 from ..base import FFError, ShapeError, DTypeError
 from .params import NoParams
+from ._empty import guard_empty
 
 __all__ = ['OpDef', 'OpContext', 'register_op', 'get_op', 'list_ops', 'gpu_missing',
            'assign', 'same_shape', 'same_type', 'shape_assign', 'FLOAT_TYPES']
 
 _OPS = {}
 _ALIASES = {}
+#: Upper bound of the count params (``num_args``, ``num_outputs``) of ops that set none.
+MAX_VARIADIC_INPUTS = 100000
 
 
 class OpContext:
@@ -178,7 +181,11 @@ class OpDef:
         if device_type not in self.forward:
             raise FFError('Operator %s has no %s implementation yet (see '
                           'ffnumba.ops.registry.gpu_missing())' % (self.name, device_type))
-        return self.forward[device_type], self.backward[device_type]
+        guarded = self.__dict__.setdefault('_guarded', {})
+        if device_type not in guarded:     # empty outputs never reach a kernel (ops._empty)
+            guarded[device_type] = guard_empty(self.forward[device_type],
+                                               self.backward[device_type])
+        return guarded[device_type]
 
 
 #: dtypes a ``float_only`` input accepts.
@@ -224,6 +231,12 @@ def register_op(op):
     if not callable(op.backward_reads) and not set(op.backward_reads) <= {'inputs', 'outputs'}:
         raise FFError("register_op: %s backward_reads must name 'inputs' and/or 'outputs'. "
                       'Received: %r' % (op.name, op.backward_reads))
+    for cname in {op.variadic, 'num_args', 'num_outputs'} - {None}:
+        count = op.params._fields.get(cname)
+        if count is not None and count.kind is int and count.high is None:
+            # a name per input/output: num_args=10**12 would never return (MXNet makes a
+            # Variable for each input not given)
+            count.high = MAX_VARIADIC_INPUTS
     _OPS[op.name] = op
     for a in op.aliases:
         _ALIASES[a] = op.name

@@ -48,10 +48,14 @@ def _bad(opt, field, rule, value):
     return ParamError('%s: `%s` must be %s. Received: %s=%r' % (opt, field, rule, field, value))
 
 
-def _real(opt, field, value):
+def _real(opt, field, value, allow_inf=False):
+    """``value`` as a float; NaN always refused, +-inf unless ``allow_inf`` (a NaN or inf
+    hyper-parameter turns every weight into NaN/inf on the first update)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
             or math.isnan(float(value)):
         raise _bad(opt, field, 'a real number', value)
+    if not allow_inf and math.isinf(float(value)):
+        raise _bad(opt, field, 'a finite real number (not inf)', value)
     return float(value)
 
 
@@ -70,9 +74,9 @@ def check_unit(opt, field, value):
     return v
 
 
-def check_nonneg(opt, field, value):
-    """``value`` as a float ``>= 0``."""
-    v = _real(opt, field, value)
+def check_nonneg(opt, field, value, allow_inf=False):
+    """``value`` as a finite float ``>= 0`` (``allow_inf``: inf accepted too)."""
+    v = _real(opt, field, value, allow_inf)
     if v < 0.0:
         raise _bad(opt, field, '>= 0', value)
     return v
@@ -147,7 +151,7 @@ class Optimizer:
         self._all_index_update_counts = {0: {}}
         self._index_update_count = self._all_index_update_counts[0]
         if clip_gradient is not None:
-            check_nonneg(name, 'clip_gradient', clip_gradient)
+            check_nonneg(name, 'clip_gradient', clip_gradient, allow_inf=True)  # inf: no clip
         self.clip_gradient = clip_gradient
         self.multi_precision = bool(multi_precision)
         if param_idx2name is None:

@@ -23,7 +23,7 @@ the device, which run fused).
 import numpy as np
 from numba import njit
 
-from ..base import ShapeError
+from ..base import DTypeError, ShapeError
 from ..jit import JIT, LazyCudaKernel, import_cuda
 
 __all__ = ['make_update', 'FusedUpdate', 'clip', 'cuda']
@@ -181,6 +181,17 @@ class FusedUpdate:
         if grad.shape != weight.shape:
             raise ShapeError('%s: gradient shape %s does not match weight shape %s'
                              % (self.name, grad.shape, weight.shape))
+        if np.dtype(weight.dtype).kind != 'f' or np.dtype(grad.dtype).kind != 'f':
+            # an int weight would truncate every step to nothing (or to INT_MIN garbage)
+            raise DTypeError('%s: weights and gradients must have a float dtype. Received: '
+                             'weight %s, grad %s' % (self.name, np.dtype(weight.dtype).name,
+                                                     np.dtype(grad.dtype).name))
+        for k, s in enumerate(states):
+            # the kernels index every state by the weight's flat index: check before they run
+            if s.shape != weight.shape:
+                raise ShapeError('%s: optimizer state %d has shape %s but the weight has shape '
+                                 '%s (a state created for another weight?)'
+                                 % (self.name, k, s.shape, weight.shape))
         arrays = [weight._data, grad._data] + [s._data for s in states]
         cdt = np.dtype(weight._data.dtype)
         if cdt == np.float16:

@@ -8,20 +8,26 @@ format, :mod:`ffnumba.ndarray.params_io`) holding
   the optimizer class, the nesting of each state (None / array / tuple), the
   per-index update counts, ``num_update`` and rule-wide scalars (Nadam's
   ``m_schedule``), and with ``dump_optimizer=True`` the optimizer's
-  hyper-parameters (scheduler included).
+  hyper-parameters (scheduler included), and ``checksum``: the SHA-256 of
+  the rest of the document (canonical JSON) and of every state array's name,
+  dtype, shape and bytes, so a flipped byte anywhere is detected on load.
+  Files written before the checksum existed (no ``checksum`` entry) still load.
 
 Nothing is pickled, so loading a state file cannot run code. MXNet's own
 ``.states`` files are pickles and are refused by :meth:`Updater.set_states`;
 :func:`import_mxnet_states` converts the plain ones (indices -> NDArrays)
 with an unpickler that allows only NDArrays and bytearrays.
 """
+import hashlib
 import io
 import json
+import os
 import pickle
+import stat
 
 import numpy as np
 
-from ..base import FFError, ParamError
+from ..base import FFError, ParamError, ShapeError
 from ..ndarray.ndarray import NDArray, array
 from ..ndarray import params_io
 from ..registry import get_registry
@@ -32,12 +38,27 @@ __all__ = ['Updater', 'get_updater', 'import_mxnet_states', 'HEADER']
 
 HEADER = '__ffnumba_states__'
 _FORMAT = 'ffnumba.optimizer.states'
+_HEADER_KEYS = {'format', 'version', 'optimizer', 'states', 'num_update', 'counts', 'extra',
+                'optimizer_config', 'checksum', 'rng'}
 _VERSION = 1
 _PICKLE_MSG = (
     'optimizer states: %s is a Python pickle (MXNet writes .states files with pickle). '
     'ffnumba refuses to unpickle it, because unpickling data can run arbitrary code. '
     'If you trust the file, convert it with ff.optimizer.import_mxnet_states(data), which '
     'only accepts NDArrays, and pass the result to Updater.set_states.')
+
+
+def _checksum(doc, arrays):
+    """SHA-256 hex digest of ``doc`` (without its checksum) and of the state arrays."""
+    h = hashlib.sha256()
+    body = {k: v for k, v in doc.items() if k != 'checksum'}
+    h.update(json.dumps(body, sort_keys=True).encode('utf-8'))
+    for name in sorted(arrays):
+        a = arrays[name]
+        host = np.ascontiguousarray(a.asnumpy() if isinstance(a, NDArray) else a)
+        h.update(('\0%s\0%s\0%s\0' % (name, host.dtype.str, host.shape)).encode('utf-8'))
+        h.update(host.tobytes())
+    return h.hexdigest()
 
 
 # ------------------------------------------------------------ JSON values
@@ -149,6 +170,21 @@ def _same_layout(a, b):
         len(a) == len(b) and all(_same_layout(x, y) for x, y in zip(a, b))
 
 
+def _check_fits(idx, grad, weight, first_shape):
+    """Refuse a gradient or a created state that does not fit ``weight`` (before any kernel).
+
+    ``first_shape``: the shape of the weight the index's state was made or checked for.
+    """
+    if grad.shape != weight.shape:
+        raise ShapeError('Updater: the gradient of parameter %r has shape %s but the weight has '
+                         'shape %s' % (idx, grad.shape, weight.shape))
+    if first_shape is not None and tuple(first_shape) != tuple(weight.shape):
+        raise ShapeError('Updater: parameter %r was first updated with a weight of shape %s '
+                         'and now with shape %s; its optimizer state does not fit. Use a '
+                         'new index (or a new Updater) for a weight of another shape'
+                         % (idx, tuple(first_shape), tuple(weight.shape)))
+
+
 def _to_context(state, ctx):
     if isinstance(state, NDArray):
         return state.as_in_context(ctx)
@@ -179,6 +215,8 @@ class Updater:
         self.optimizer = optimizer
         self.states = {}
         self.states_synced = {}
+        self._weight_shapes = {}    # index -> shape of the weight its state was made for
+        self.rng_state = None       # generator states written with the states (module._resume)
 
     def __call__(self, index, grad, weight):
         """Update ``weight`` in place (``index``/``grad``/``weight`` may be lists).
@@ -190,6 +228,9 @@ class Updater:
         ------
         ParamError
             If a loaded state does not fit the weight.
+        ShapeError
+            If ``grad`` and ``weight`` differ in shape, or ``weight`` does not
+            have the shape of the weight the index's state was created for.
         """
         if isinstance(index, (list, tuple)):
             indices, grads, weights = list(index), list(grad), list(weight)
@@ -202,12 +243,16 @@ class Updater:
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode()
+            shapes = self.__dict__.setdefault('_weight_shapes', {})
+            _check_fits(idx, grads[i], weights[i],
+                        shapes.get(idx) if idx in self.states else None)
             if idx not in self.states:
                 self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
                 self.states_synced[idx] = True
             elif not self.states_synced.get(idx, True):
                 self.states[idx] = self._sync(idx, self.states[idx], weights[i])
                 self.states_synced[idx] = True
+            shapes[idx] = weights[i].shape
         for idx, w, g in zip(indices, weights, grads):
             self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
 
@@ -252,6 +297,9 @@ class Updater:
         }
         if dump_optimizer:
             doc['optimizer_config'] = _optimizer_config(opt)
+        if getattr(self, 'rng_state', None):
+            doc['rng'] = self.rng_state     # generator states (module._resume)
+        doc['checksum'] = {'sha256': _checksum(doc, arrays)}
         head = np.frombuffer(json.dumps(doc, sort_keys=True).encode('utf-8'), np.uint8)
         out = {HEADER: head}
         out.update(arrays)
@@ -274,22 +322,32 @@ class Updater:
         if isinstance(states, dict):  # from import_mxnet_states
             self.states = dict(states)
             self.states_synced = dict.fromkeys(self.states, False)
+            self._weight_shapes = {}
             return
         if not isinstance(states, (bytes, bytearray, memoryview)):
             raise ParamError('Updater.set_states: expected bytes. Received: %s'
                              % type(states).__name__)
         states = bytes(states)
-        if states[:1] == b'\x80':
+        if params_io.looks_like_pickle(states):
             raise FFError(_PICKLE_MSG % 'the data')
+        if len(states) >= 16 and states[8:16] != bytes(8):
+            # the container's reserved word is always 0; a flip there is corruption too
+            raise FFError('optimizer states: corrupted container header (reserved word is not 0)')
         data = params_io.loads(states, source='optimizer states')
         if not isinstance(data, dict) or HEADER not in data:
             raise FFError('optimizer states: not an ffnumba optimizer state file (no %s entry)'
                           % HEADER)
         try:
             doc = json.loads(data.pop(HEADER).asnumpy().tobytes().decode('utf-8'))
+            unknown = set(doc) - _HEADER_KEYS
+            if unknown:     # a flipped byte in a key (a lost ``checksum`` key included)
+                raise ValueError('unknown entries %s' % sorted(unknown))
             if doc.get('format') != _FORMAT or doc.get('version') != _VERSION:
                 raise ValueError('format %r version %r' % (doc.get('format'),
                                                            doc.get('version')))
+            if 'checksum' in doc and doc['checksum'].get('sha256') != _checksum(doc, data):
+                raise FFError('optimizer states: checksum mismatch: the file was changed or '
+                              'corrupted after it was written')
             name = doc['optimizer']
             loaded = {_dec(k): _unflatten(t, data) for k, t in doc['states']}
             counts = _dec(doc['counts'])
@@ -309,6 +367,8 @@ class Updater:
         opt._load_extra_state(extra)
         self.states = loaded
         self.states_synced = dict.fromkeys(self.states, False)
+        self._weight_shapes = {}
+        self.rng_state = doc.get('rng')     # restored by the next fit (module._resume)
 
 
 def get_updater(optimizer):

@@ -7,6 +7,7 @@ Symbol's arithmetic operators use it too), variables, groups and graphs read
 from MXNet JSON (:mod:`ffnumba.symbol.json`). This module sits above
 ``symbol.py`` and ``json.py``; neither imports it.
 """
+from ..base import DTypeError
 from ..dtype import dtype_code
 from .graph import Node
 from .symbol import Symbol, make_op_symbol, _scope_attrs
@@ -50,7 +51,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
         For an extra attribute that is not a dunder name.
     """
     if not isinstance(name, str):
-        raise TypeError('Expect a string for variable `name`')
+        raise DTypeError('Expect a string for variable `name`')   # a TypeError too
     attrs = _scope_attrs(attr)
     if shape is not None:
         attrs['__shape__'] = str(shape)
@@ -90,7 +91,7 @@ def Group(symbols):
     """
     symbols = list(symbols)
     if not symbols or any(not isinstance(s, Symbol) for s in symbols):
-        raise TypeError('Expected a list of symbols as input')
+        raise DTypeError('Expected a list of symbols as input')   # a TypeError too
     outs = []
     for s in symbols:
         outs.extend(s._outputs)

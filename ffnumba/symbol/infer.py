@@ -55,15 +55,19 @@ def shape_hint(node):
     if not s:
         return None
     try:
-        val = ast.literal_eval(s)
-    except (ValueError, SyntaxError):
-        return None
-    if isinstance(val, int):
+        val = ast.literal_eval(s) if len(str(s)) < 1000 else None
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        val = None
+    if isinstance(val, int) and not isinstance(val, bool):
         val = (val,)
-    val = tuple(int(d) for d in val)
+    if not isinstance(val, (tuple, list)) or \
+            not all(isinstance(d, int) and not isinstance(d, bool) for d in val):
+        raise ShapeError('Variable %s: its __shape__ attribute %r is not a shape (expected a '
+                         'tuple of ints such as (2, 3); 0 marks an unknown size)'
+                         % (node.name, s))
     if not val or any(d <= 0 for d in val):
         return None
-    return val
+    return tuple(val)
 
 
 def dtype_hint(node):

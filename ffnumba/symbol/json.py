@@ -14,7 +14,6 @@ before each line break.
 """
 import json as _json
 import os
-import tempfile
 
 from ..attribute import normalize_key
 from ..base import FFError
@@ -188,6 +187,9 @@ def from_json(json_str, source='JSON string'):
         doc = _json.loads(json_str)
     except (ValueError, TypeError) as e:
         raise FFError('Cannot load symbol from %s: not valid JSON (%s)' % (source, e)) from None
+    except RecursionError:
+        raise FFError('Cannot load symbol from %s: the JSON is nested too deeply to be a '
+                      'symbol graph' % source) from None
     if not isinstance(doc, dict) or not isinstance(doc.get('nodes'), list) \
             or 'heads' not in doc:
         raise FFError('Cannot load symbol from %s: not an MXNet symbol graph (needs `nodes` '
@@ -231,9 +233,14 @@ def from_json(json_str, source='JSON string'):
                                   'expected %d' % (source, name, node.op.name, len(inputs), want))
             nodes.append(node)
         heads = [(nodes[int(h[0])], int(h[1]) if len(h) > 1 else 0) for h in doc['heads']]
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise FFError('Cannot load symbol from %s: malformed graph (%s: %s)'
-                      % (source, type(e).__name__, e)) from None
+    except FFError:
+        raise
+    except KeyError as e:
+        raise FFError('Cannot load symbol from %s: malformed graph (a node has no %s entry)'
+                      % (source, e)) from None
+    except (IndexError, TypeError, ValueError, AttributeError, RecursionError) as e:
+        raise FFError('Cannot load symbol from %s: malformed graph (%s)'
+                      % (source, _plain(e))) from None
     for n, i in heads:
         if i >= n.num_outputs():
             raise FFError('Cannot load symbol from %s: head %s output %d does not exist'
@@ -241,21 +248,27 @@ def from_json(json_str, source='JSON string'):
     return heads
 
 
+def _plain(e):
+    """An exception's message without Python's internal wording (index/type names)."""
+    if isinstance(e, IndexError):
+        return 'a node or head refers to a node that does not exist'
+    if isinstance(e, (TypeError, AttributeError)):
+        return 'an entry has the wrong type'
+    if isinstance(e, RecursionError):
+        return 'nested too deeply'
+    return 'a bad value: %s' % str(e).split(':')[-1].strip()
+
+
 def save_file(symbol, fname):
-    """Write the JSON of ``symbol`` to ``fname`` atomically (temp file + rename)."""
-    text = to_json(symbol)
-    folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(prefix='.tmp-', suffix='.json', dir=folder)
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, fname)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write the JSON of ``symbol`` to ``fname`` atomically (temp file + rename).
+
+    Raises
+    ------
+    WriteError
+        (an FFError and OSError) naming ``fname`` when it cannot be written.
+    """
+    from ..ndarray.params_io import atomic_write
+    atomic_write(fname, [to_json(symbol).encode('utf-8')])
 
 
 def load_file(fname):

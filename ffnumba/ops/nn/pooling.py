@@ -5,7 +5,7 @@ Math
 For output position ``o`` the window starts at ``start = o*s - p`` (per
 spatial dim) and covers ``[start, start + k)`` clipped to the input::
 
-    max:  out[o] = max over the window            (-inf-like lowest value if empty)
+    max:  out[o] = max over the window            (-inf if the window is empty)
     sum:  out[o] = sum over the window
     avg:  out[o] = sum over the window / size     (0 if size is 0)
     lp:   out[o] = (sum over the window of x^P)^(1/P),  P = p_value in {1, 2, 3}
@@ -384,7 +384,9 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     xw = x.astype(np.float32) if half else x
     yw = np.empty(y.shape, np.float32) if half else y
     mode, include, pv = _modes(p)
-    lowest = xw.dtype.type(np.finfo(x.dtype).min)   # float16: its own lowest, not -inf
+    # the max over an empty window (wholly in the padding) is -inf, the identity of max;
+    # MXNet 1.9.1 writes -FLT_MAX there, a finite number that looks like data
+    lowest = xw.dtype.type(-np.inf)
     _pool_fwd(xw.reshape(-1), yw.reshape(-1), as5d(x.shape), _geom(p, x.shape, y.shape),
               mode, include, pv, lowest)
     if half:
@@ -424,7 +426,7 @@ def _forward_gpu(ctx, p, inputs, outputs, aux):
     x, y = inputs[0], outputs[0]
     mode, include, pv = _modes(p)
     cc.pool_y.launch(y.size, _d5(x), _d5(y), _geom(p, x.shape, y.shape), mode, include, pv,
-                     float(np.finfo(x.dtype).min))
+                     float(-np.inf))
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):

@@ -38,6 +38,7 @@ Source: MXNet 1.x ``broadcast_*`` operator documentation; numpy broadcasting.
 from ...base import ShapeError
 from ..registry import OpDef, register_op
 from ..broadcast_templates import make_binary_broadcast
+from .._float_compute import float64_compute
 
 __all__ = ['broadcast_shape', 'BROADCAST']
 
@@ -100,6 +101,8 @@ BROADCAST = {
 
 for _name, (_f, _da, _db, _aliases, _summary) in BROADCAST.items():
     _fwd, _bwd = make_binary_broadcast(_f, _da, _db)
+    if _name == 'broadcast_power':      # x ** n on ints aborts in LLVM: see ops._float_compute
+        _fwd, _bwd = float64_compute(_fwd, _bwd)
     register_op(OpDef(
         name=_name,
         aliases=_aliases,

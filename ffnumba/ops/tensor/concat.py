@@ -82,7 +82,8 @@ def _concat_infer(p, in_shapes, aux_shapes, out_shapes=None):
 
 def _as3(x, axis):
     """View ``x`` as ``(outer, x.shape[axis], inner)``."""
-    return x.reshape(_size(x.shape[:axis]), x.shape[axis], -1)
+    # sizes spelled out, not -1: numpy cannot infer -1 for an array of size 0
+    return x.reshape(_size(x.shape[:axis]), x.shape[axis], _size(x.shape[axis + 1:]))
 
 
 def _concat_forward(ctx, p, inputs, outputs, aux):

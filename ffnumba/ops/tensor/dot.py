@@ -40,6 +40,7 @@ from numba import njit
 from ...base import ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op
+from .._float_compute import float64_compute
 from ..templates import JIT, LazyCudaKernel, _down, _up, import_cuda, launch_1d
 
 __all__ = ['DotParam', 'dot_shape', 'batch_dot_shape']
@@ -288,12 +289,19 @@ def _bdot_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     _backward_with(_gemm_gpu, p, _as3(inputs[0]), _as3(inputs[1]), _as3(out_grads[0]), in3, req)
 
 
+# int/bool operands are multiplied in float64 and cast back (ops._float_compute): the
+# BLAS kernels are typed for floats only
+_DOT_FWD, _DOT_BWD = float64_compute({'cpu': _dot_forward, 'gpu': _dot_forward_gpu},
+                                     {'cpu': _dot_backward, 'gpu': _dot_backward_gpu})
+_BDOT_FWD, _BDOT_BWD = float64_compute({'cpu': _bdot_forward, 'gpu': _bdot_forward_gpu},
+                                       {'cpu': _bdot_backward, 'gpu': _bdot_backward_gpu})
+
 register_op(OpDef(
     name='dot',
     arguments=['lhs', 'rhs'],
     infer_shape=_dot_infer,
-    forward={'cpu': _dot_forward, 'gpu': _dot_forward_gpu},
-    backward={'cpu': _dot_backward, 'gpu': _dot_backward_gpu},
+    forward=_DOT_FWD,
+    backward=_DOT_BWD,
     params=DotParam,
     doc='Dot product of two arrays (matrix product over one axis).\n\n'
         'Contracts the last axis of lhs (its first with transpose_a) with the first axis '
@@ -307,8 +315,8 @@ register_op(OpDef(
     name='batch_dot',
     arguments=['lhs', 'rhs'],
     infer_shape=_bdot_infer,
-    forward={'cpu': _bdot_forward, 'gpu': _bdot_forward_gpu},
-    backward={'cpu': _bdot_backward, 'gpu': _bdot_backward_gpu},
+    forward=_BDOT_FWD,
+    backward=_BDOT_BWD,
     params=DotParam,
     doc='Batched matrix product: out[i] = op(lhs[i]) @ op(rhs[i]).\n\n'
         'See ``ffnumba.ops.tensor.dot`` for the shapes.\n',

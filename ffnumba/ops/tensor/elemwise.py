@@ -51,6 +51,7 @@ from ...base import ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op
 from ..templates import make_binary, make_unary
+from .._float_compute import float64_compute
 
 __all__ = ['ScalarParam', 'BINARY', 'SCALAR', 'COMPARE']
 
@@ -61,7 +62,7 @@ _body = njit(error_model='numpy')
 class ScalarParam(Params):
     """Parameters of the ``_*_scalar`` ops."""
 
-    scalar = Field(float, 1.0, 'The scalar operand.')
+    scalar = Field(float, 1.0, 'The scalar operand.', allow_nonfinite=True)
     _ignored = ('is_int',)
 
 
@@ -425,8 +426,14 @@ _BIN_DOCS = {'lhs': 'First operand.', 'rhs': 'Second operand (same shape as lhs)
 _UN_DOCS = {'data': 'Input array.'}
 
 
+#: ops whose bodies cannot compile for integer operands (``**``: see ops._float_compute)
+FLOAT64_COMPUTE = ('_power', '_power_scalar', '_rpower_scalar')
+
+
 def _register_binary(name, f, dfa, dfb, hint, aliases):
     fwd, bwd = make_binary(f, dfa, dfb)
+    if name in FLOAT64_COMPUTE:
+        fwd, bwd = float64_compute(fwd, bwd)
     register_op(OpDef(name=name, arguments=['lhs', 'rhs'], infer_shape=_binary_shape,
                       forward=fwd, backward=bwd, aliases=aliases, hint=hint,
                       doc=__doc__, input_docs=_BIN_DOCS))
@@ -434,6 +441,8 @@ def _register_binary(name, f, dfa, dfb, hint, aliases):
 
 def _register_scalar(name, f, df, uses, hint, aliases):
     fwd, bwd = make_unary(f, df, grad_uses=uses, scalars=lambda p: (p.scalar, 0.0))
+    if name in FLOAT64_COMPUTE:
+        fwd, bwd = float64_compute(fwd, bwd)
     register_op(OpDef(name=name, arguments=['data'], infer_shape=_unary_shape,
                       forward=fwd, backward=bwd, params=ScalarParam, aliases=aliases,
                       hint=hint, doc=__doc__, input_docs=_UN_DOCS))

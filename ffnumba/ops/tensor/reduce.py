@@ -100,6 +100,16 @@ def _infer_shape(p, in_shapes, aux_shapes):
     return ins, [reduce_shape(p, ins[0])], list(aux_shapes)
 
 
+def _infer_shape_nonempty(p, in_shapes, aux_shapes):
+    """Shape inference of max/min: a zero-length reduced axis has no value (numpy refuses too)."""
+    res = _infer_shape(p, in_shapes, aux_shapes)
+    shape = in_shapes[0]
+    if shape is not None and any(shape[d] == 0 for d in reduce_axes(p, shape)):
+        raise ShapeError('%s: cannot reduce over a zero-length axis (no identity): input '
+                         'shape %s, axis=%s' % (p.op_name, tuple(shape), p.axis))
+    return res
+
+
 @_scalar
 def _add(acc, v):
     return acc + v
@@ -163,30 +173,35 @@ def _prod_grad(x, y, n, s1, s2):
 
 
 _REDUCE = {
-    # name: (combine, finalize, grad, pre, aliases, summary)
-    'sum': (_add, _same, _one, None, ('sum_axis',), 'Sum of array elements over the given axes.'),
-    'mean': (_add, _divide, _inv_n, None, (), 'Mean of array elements over the given axes.'),
-    'max': (_max, _same, _is_result, None, ('max_axis',),
+    # name: (combine, finalize, grad, pre, aliases, empty, summary); ``empty``: the value
+    # over a zero-length axis (numpy's), None: refused in shape inference
+    'sum': (_add, _same, _one, None, ('sum_axis',), 0.0,
+            'Sum of array elements over the given axes.'),
+    'mean': (_add, _divide, _inv_n, None, (), float('nan'),
+             'Mean of array elements over the given axes.'),
+    'max': (_max, _same, _is_result, None, ('max_axis',), None,
             'Maximum of array elements over the given axes.'),
-    'min': (_min, _same, _is_result, None, ('min_axis',),
+    'min': (_min, _same, _is_result, None, ('min_axis',), None,
             'Minimum of array elements over the given axes.'),
-    'prod': (_mul, _same, _prod_grad, _prod_pre, (),
+    'prod': (_mul, _same, _prod_grad, _prod_pre, (), 1.0,
              'Product of array elements over the given axes.'),
 }
 
-for _name, (_comb, _fin, _grad, _pre, _aliases, _summary) in _REDUCE.items():
-    _fwd, _bwd = make_reduce(_comb, _fin, _grad, reduce_axes, pre=_pre)
+for _name, (_comb, _fin, _grad, _pre, _aliases, _empty, _summary) in _REDUCE.items():
+    _fwd, _bwd = make_reduce(_comb, _fin, _grad, reduce_axes, pre=_pre,
+                             empty=0.0 if _empty is None else _empty)
     register_op(OpDef(
         name=_name,
         aliases=_aliases,
         arguments=['data'],
-        infer_shape=_infer_shape,
+        infer_shape=_infer_shape if _empty is not None else _infer_shape_nonempty,
         forward=_fwd,
         backward=_bwd,
         params=ReduceParam,
         doc='%s\n\n`axis` None or () reduces every axis and gives shape (1,) (MXNet\'s rule); '
             'negative axes count from the end; `exclude` reduces the axes not listed; '
             '`keepdims` keeps reduced axes as 1. (2, 3, 4) with axis=1 -> (2, 4), with '
-            'exclude=True -> (3,).\n\nSource: MXNet 1.x reduction operators.\n' % _summary,
+            'exclude=True -> (3,). Over a zero-length axis sum gives 0, prod 1, mean NaN '
+            '(numpy\'s values); max and min raise ShapeError.\n\nSource: MXNet 1.x reduction operators.\n' % _summary,
         input_docs={'data': 'Input array.'},
     ))

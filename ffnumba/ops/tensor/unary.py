@@ -171,10 +171,15 @@ def _clip_grad(x, a, b):
 class ClipParam(Params):
     """Parameters of :func:`clip`."""
 
-    a_min = Field(float, doc='Lower bound of the output.')
-    a_max = Field(float, doc='Upper bound of the output (>= a_min).')
+    a_min = Field(float, doc='Lower bound of the output (may be -inf).', allow_nonfinite=True)
+    a_max = Field(float, doc='Upper bound of the output (>= a_min; may be inf).',
+                  allow_nonfinite=True)
 
     def validate(self):
+        for name in ('a_min', 'a_max'):
+            if getattr(self, name) != getattr(self, name):
+                raise ParamError('clip: `%s` must be a float or +-inf, not nan. Received: %s=nan'
+                                 % (name, name))
         if self.a_min > self.a_max:
             raise ParamError('clip: `a_max` must be >= a_min. Received: a_min=%r, a_max=%r'
                              % (self.a_min, self.a_max))

@@ -91,7 +91,8 @@ def _infer_type(p, in_types, aux_types):
 
 
 def _rows(cond, a):
-    return a.reshape(cond.size, -1)
+    # the row length spelled out, not -1: numpy cannot infer -1 for an array of size 0
+    return a.reshape(cond.size, a.size // cond.size if cond.size else 0)
 
 
 def _forward(ctx, p, inputs, outputs, aux):

@@ -86,7 +86,7 @@ def pool_forward_backward(x, dy, kernel, pool_type='max', stride=(), pad=(), con
     N, C = x.shape[:2]
     out = np.zeros((N, C) + tuple(out_sp))
     dx = np.zeros(x.shape)
-    lowest = np.finfo(x.dtype).min
+    lowest = -np.inf      # max over an empty window (MXNet: -FLT_MAX; see ops/nn/pooling.py)
     for o in np.ndindex(*out_sp):
         start = [o[a] * stride[a] - pad[a] for a in range(nd)]
         end_pad = [min(start[a] + kernel[a], sp[a] + pad[a]) for a in range(nd)]
