@@ -21,9 +21,7 @@ with an unpickler that allows only NDArrays and bytearrays.
 import hashlib
 import io
 import json
-import os
 import pickle
-import stat
 
 import numpy as np
 
