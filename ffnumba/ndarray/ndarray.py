@@ -90,7 +90,12 @@ class NDArray:
         """A numpy copy of the data (a host transfer for a GPU array)."""
         if self._ctx.device_type == 'gpu':
             return self._data.copy_to_host()
-        return np.array(self._data, copy=True)
+        try:
+            return np.array(self._data, copy=True)
+        except MemoryError:
+            raise FFError('asnumpy: cannot copy an array of shape %s and dtype %s (%.3g GB) to '
+                          'numpy: out of memory' % (self.shape, self.dtype,
+                                                    self._data.nbytes / 1e9)) from None
 
     def asscalar(self):
         """The value of a size-1 array as a numpy scalar.

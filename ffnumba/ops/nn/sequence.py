@@ -70,6 +70,10 @@ def _make_infer(kind):
         if len(d) < 2:
             raise ShapeError('%s: `data` must have at least 2 axes (T, N, ...). Received: '
                              'data shape %s' % (_NAMES[kind], tuple(d)))
+        if kind == _LAST and d[p.axis] == 0 and d[1 - p.axis] > 0:
+            raise ShapeError('SequenceLast: the sequence axis %d of `data` has length 0, so '
+                             'there is no last element. Received: data shape %s'
+                             % (p.axis, tuple(d)))
         if p.use_sequence_length:
             shape_assign(ins, 1, (d[1 - p.axis],), 'sequence_length')
         out = tuple(d[:p.axis]) + tuple(d[p.axis + 1:]) if kind == _LAST else tuple(d)
