@@ -15,10 +15,11 @@ What it does
 1. Copies the test directory into a temporary directory (MXNet's test code never
    enters this repository) and writes next to it, all written here:
 
-   * ``mxnet/__init__.py`` (only without ``--mxnet``): a pure aliasing shim. It
-     puts ``ffnumba`` into ``sys.modules['mxnet']`` and resolves every
-     ``mxnet.a.b`` import to ``ffnumba.a.b`` (a submodule, or a module-valued
-     attribute such as ``ffnumba.test_utils`` or ``ffnumba.nd``). It adds no
+   * ``mxnet/__init__.py`` (only without ``--mxnet``): a pure aliasing shim. Its
+     attributes are ``ffnumba``'s (a module ``__getattr__`` forwards every
+     name) and every ``mxnet.a.b`` import resolves to ``ffnumba.a.b`` (a
+     submodule, or a module-valued attribute such as ``ffnumba.test_utils``
+     or ``ffnumba.nd``). It adds no
      function of its own: a name ffnumba lacks fails as it would for a user.
      The one exception: a module that is out of ffnumba's scope and that
      ffnumba lacks (``mxnet.gluon``, ``mxnet.autograd``, ``mxnet.operator``,
@@ -101,7 +102,7 @@ OUT_OF_SCOPE = [
 _OUT_RE = re.compile('|'.join('(?:%s)' % p for p in OUT_OF_SCOPE))
 
 SHIM_MXNET = r'''
-"""Aliasing shim: ``import mxnet`` gives ``ffnumba``; ``mxnet.a.b`` gives ``ffnumba.a.b``."""
+"""Aliasing shim: ``mxnet.<name>`` is ``ffnumba.<name>``; ``mxnet.a.b`` imports ``ffnumba.a.b``."""
 import importlib
 import importlib.abc
 import importlib.util
@@ -110,11 +111,18 @@ import types
 
 import ffnumba as _ff
 
-
 # Modules outside ffnumba's scope that some test files import at module level although
 # their selected tests never use them: the import succeeds, any use raises.
 _ABSENT = ('gluon', 'autograd', 'operator', 'runtime', 'util', 'np', 'npx', 'image',
            'recordio', 'profiler', 'engine', 'library', 'rtc', 'contrib')
+
+
+def __getattr__(name):
+    return getattr(_ff, name)
+
+
+def __dir__():
+    return dir(_ff)
 
 
 class _Absent(types.ModuleType):
@@ -138,23 +146,19 @@ class _AbsentName:
 
 
 def _resolve(fullname):
-    try:
-        return _resolve_ff(fullname)
-    except ImportError:
-        if fullname.split('.')[1] not in _ABSENT:
-            raise
-        return _Absent(fullname)
-
-
-def _resolve_ff(fullname):
     parts = fullname.split('.')[1:]
     mod = _ff
-    for i, p in enumerate(parts):
-        nxt = getattr(mod, p, None)
-        if not isinstance(nxt, types.ModuleType):
-            nxt = importlib.import_module('ffnumba.' + '.'.join(parts[:i + 1]))
-        mod = nxt
-    return mod
+    try:
+        for i, p in enumerate(parts):
+            nxt = getattr(mod, p, None)
+            if not isinstance(nxt, types.ModuleType):
+                nxt = importlib.import_module('ffnumba.' + '.'.join(parts[:i + 1]))
+            mod = nxt
+        return mod
+    except ImportError:
+        if parts[0] not in _ABSENT:
+            raise
+        return _Absent(fullname)
 
 
 class _Loader(importlib.abc.Loader):
@@ -180,7 +184,6 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, _Finder())
-sys.modules['mxnet'] = _ff
 '''
 
 SHIM_COMMON = r'''
@@ -298,8 +301,8 @@ def run_in_spawned_process(func, env, *args):
 
 
 @contextlib.contextmanager
-def TemporaryDirectory():
-    path = tempfile.mkdtemp()
+def TemporaryDirectory(*args, **kwargs):
+    path = tempfile.mkdtemp(*args, **kwargs)
     try:
         yield path
     finally:
@@ -395,8 +398,10 @@ def _mxut_limit():
 def pytest_runtest_logreport(report):
     if report.when == 'call' or report.outcome != 'passed':
         msg = ''
-        if report.outcome == 'failed':
-            msg = str(report.longrepr).strip().splitlines()[-1][:300] if report.longrepr else ''
+        if report.outcome == 'failed' and report.longrepr:
+            crash = getattr(report.longrepr, 'reprcrash', None)
+            msg = (crash.message if crash else str(report.longrepr)).strip()
+            msg = ' '.join(msg.split())[:300]
         with open(_OUT, 'a') as f:
             f.write(json.dumps({'id': report.nodeid, 'when': report.when,
                                 'outcome': report.outcome, 'msg': msg}) + '\n')
