@@ -233,7 +233,9 @@ def with_seed(seed=None):
 @contextlib.contextmanager
 def random_seed(seed=None):
     state = np.random.get_state(), random.getstate()
-    _seed_all(DEFAULT_SEED if seed is None else seed)
+    if seed is None:  # a fresh seed, as MXNet's helper
+        seed = int.from_bytes(os.urandom(4), 'little') & 0x7FFFFFFF
+    _seed_all(seed)
     try:
         yield
     finally:

@@ -7,7 +7,7 @@ the number of inputs. Names come from the current
 :class:`~ffnumba.name.NameManager`, extra attributes from the current
 :class:`~ffnumba.attribute.AttrScope`.
 """
-from ..attribute import AttrScope, normalize_key
+from ..attribute import AttrScope, HIDDEN_KEYS, normalize_key
 from ..base import ParamError, _Null
 from ..name import NameManager
 from ..ops.registry import get_op
@@ -35,8 +35,14 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
     args : sequence of Symbol
         Inputs by position (argument order, then aux).
     kwargs : dict
-        Inputs by name (Symbol values) and params (anything else; ``_Null``
-        values are skipped).
+        Inputs by name (Symbol values), attributes (``__key__`` names and
+        MXNet's hidden keys ``lr_mult``, ``wd_mult``, ``ctx_group``... stored
+        as ``__key__``; auto-created inputs inherit them, so
+        ``FullyConnected(x, num_hidden=4, lr_mult=2)`` gives its weight and
+        bias ``__lr_mult__``) and params (anything else; ``_Null`` values
+        are skipped). Values after the input symbols in ``args`` fill the
+        params in declaration order (``Dropout(x, 0.5)``); ``None`` among
+        the inputs leaves that input to be auto-created.
     name : str, optional
         Node name; default ``NameManager.current.get(None, hint)``.
     attr : dict of str, optional
@@ -55,13 +61,35 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
         For bad params, unknown or duplicate inputs, or too many inputs.
     """
     from .symbol import Symbol
-    sym_kw, params = {}, {}
+    sym_kw, params, call_attrs = {}, {}, {}
     for k, v in kwargs.items():
         if isinstance(v, Symbol):
             sym_kw[k] = v
+        elif k.startswith('__') and k.endswith('__') or k in HIDDEN_KEYS:
+            if v is not _Null and v is not None:  # __layout__=, lr_mult=, ctx_group=...
+                call_attrs[normalize_key(k)] = str(v)
         elif v is not _Null:
             params[k] = v
     args = list(args)
+    values = []  # MXNet: positions past the operator's inputs fill its params in order
+    if not op.variadic:
+        from .op_functions import _input_names
+        n_in = len(_input_names(op))
+        values, args = args[n_in:], args[:n_in]
+        if values and any(isinstance(v, Symbol) for v in values):
+            raise ParamError('%s: takes at most %d inputs (%s), got %d'
+                             % (op.name, n_in, ', '.join(_input_names(op)),
+                                n_in + len(values)))
+    if values:
+        names = [k for k in op.params._fields if not (op.variadic and k == op.variadic)]
+        if len(values) > len(names):
+            raise ParamError('%s: takes at most %d param values by position (%s), got %d'
+                             % (op.name, len(names), ', '.join(names), len(values)))
+        for k, v in zip(names, values):
+            if k in params:
+                raise ParamError('%s: got param `%s` both by position and by keyword'
+                                 % (op.name, k))
+            params[k] = v
     if op.variadic:
         if sym_kw:
             raise ParamError('%s: inputs go by position (*data); got keyword inputs %s'
@@ -70,8 +98,11 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
             params[op.variadic] = len(args)
     p = op.parse_params(params)
     attrs = _scope_attrs(attr)
+    attrs.update(call_attrs)
     name = NameManager.current.get(name, hint or op.hint)
     in_names = list(op.list_arguments(p)) + list(op.list_aux(p))
+    while len(args) > len(in_names) and args[-1] is None:  # Convolution(x, w, None, no_bias=True)
+        args.pop()
     if len(args) > len(in_names):
         raise ParamError('%s: takes at most %d inputs (%s), got %d'
                          % (op.name, len(in_names), ', '.join(in_names), len(args)))

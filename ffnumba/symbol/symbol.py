@@ -373,7 +373,9 @@ class Symbol:
 
     def _infer_shape_impl(self, partial, args, kwargs):
         view, known = self._known('infer_shape', args, kwargs)
-        shapes = _infer.infer_shapes(view, known)
+        shapes = _infer.infer_shapes(view, known, partial_zeros=True)
+        if not partial:  # a shape with an unknown (0) dimension is unknown
+            shapes = [None if s is not None and 0 in s else s for s in shapes]
         arg_s = [shapes[view.entry_ptr[i]] for i in view.arg_nodes]
         aux_s = [shapes[view.entry_ptr[i]] for i in view.aux_nodes]
         out_s = [shapes[e] for e in view.heads]

@@ -15,6 +15,16 @@ from .mx_utils import *  # noqa: F401,F403  (MXNet's mx.test_utils names)
 from .mx_utils import __all__ as _mx_all
 from . import strategies
 
+# ``from mxnet.test_utils import *`` hands tests these modules too (MXNet's module has
+# no __all__); code written against it uses them unqualified.
+import json, logging, numbers, os, platform, sys, time  # noqa: E401,F401,E402
+import numpy as np  # noqa: F401,E402
+import numpy.random as rnd  # noqa: F401,E402
+import numpy.testing as npt  # noqa: F401,E402
+from ..context import Context, current_context  # noqa: F401,E402
+from ..ndarray import array  # noqa: F401,E402
+from ..symbol import Symbol  # noqa: F401,E402
+
 
 def __getattr__(name):
     # OpCase needs pytest; import it only when asked for.
