@@ -40,4 +40,5 @@ from . import datasets
 from . import testing
 from . import testing as test_utils
 from . import layers
+from . import contrib
 from . import viz

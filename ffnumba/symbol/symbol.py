@@ -98,10 +98,16 @@ class Symbol:
 
     def get_children(self):
         """A group of the head nodes' inputs, or ``None`` when there are none."""
-        ins = []
-        for n, _ in self._outputs:
-            ins.extend(n.inputs)
+        ins, seen = [], set()
+        for n, _ in self._outputs:  # each head node once (a multi-output node too)
+            if id(n) not in seen:
+                seen.add(id(n))
+                ins.extend(n.inputs)
         return Symbol(ins) if ins else None
+
+    def __bool__(self):
+        from ..base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, 'bool')
 
     def __len__(self):
         return len(self._outputs)
@@ -317,9 +323,6 @@ class Symbol:
         return self._cmp(o, '_lesser_equal')
 
     __hash__ = object.__hash__
-
-    def __bool__(self):
-        return True
 
     # ------------------------------------------------------------ inference
     def _known(self, what, args, kwargs):
