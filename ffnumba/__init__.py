@@ -8,6 +8,8 @@
 """
 __version__ = '0.1.0'
 
+import sys as _sys
+
 from . import base
 from .base import FFError, MXNetError
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
@@ -39,6 +41,7 @@ from . import module as mod
 from . import datasets
 from . import testing
 from . import testing as test_utils
+_sys.modules[__name__ + '.test_utils'] = testing  # `from ffnumba.test_utils import x`
 from . import layers
 from . import contrib
 from . import viz
