@@ -8,7 +8,7 @@ the number of inputs. Names come from the current
 :class:`~ffnumba.attribute.AttrScope`.
 """
 from ..attribute import AttrScope, HIDDEN_KEYS, normalize_key
-from ..base import ParamError, _Null
+from ..base import FFError, ParamError, _Null
 from ..name import NameManager
 from ..ops.registry import get_op
 from .graph import Node
@@ -73,13 +73,12 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
     args = list(args)
     values = []  # MXNet: positions past the operator's inputs fill its params in order
     if not op.variadic:
-        from .op_functions import _input_names
-        n_in = len(_input_names(op))
+        in_names = _signature_inputs(op, params)
+        n_in = len(in_names)
         values, args = args[n_in:], args[:n_in]
         if values and any(isinstance(v, Symbol) for v in values):
             raise ParamError('%s: takes at most %d inputs (%s), got %d'
-                             % (op.name, n_in, ', '.join(_input_names(op)),
-                                n_in + len(values)))
+                             % (op.name, n_in, ', '.join(in_names), n_in + len(values)))
     if values:
         names = [k for k in op.params._fields if not (op.variadic and k == op.variadic)]
         if len(values) > len(names):
@@ -140,6 +139,20 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
             entries.append(s._outputs[0])
     node = Node(op, name, p, attrs, entries)
     return Symbol([(node, i) for i in range(node.num_outputs())])
+
+
+def _signature_inputs(op, params):
+    """The inputs a call can give by position: the longer list of those under the
+    keyword params (``LeakyReLU(x, g, act_type='prelu')`` has two) and those under
+    the defaults (``Convolution(x, w, None, no_bias=True)`` keeps three)."""
+    from .op_functions import _input_names
+    default = _input_names(op)
+    try:
+        p = op.parse_params(params)
+        names = list(op.list_arguments(p)) + list(op.list_aux(p))
+    except FFError:
+        return default
+    return names if len(names) >= len(default) else default
 
 
 def _default_aux_attrs(aux_names):
