@@ -44,4 +44,6 @@ from . import testing as test_utils
 _sys.modules[__name__ + '.test_utils'] = testing  # `from ffnumba.test_utils import x`
 from . import layers
 from . import contrib
+from . import util
+from .util import use_np_shape
 from . import viz

@@ -23,7 +23,7 @@ What it does
      function of its own: a name ffnumba lacks fails as it would for a user.
      The one exception: a module that is out of ffnumba's scope and that
      ffnumba lacks (``mxnet.gluon``, ``mxnet.autograd``, ``mxnet.operator``,
-     ``mxnet.util``, ``mxnet.runtime``...) imports as an empty placeholder
+     ``mxnet.runtime``...) imports as an empty placeholder
      whose every use raises ``NotImplementedError``, so that a test file that
      imports it at module level can still run its in-scope tests.
    * ``common.py``: the helpers MXNet's tests import from their ``common``
@@ -113,7 +113,7 @@ import ffnumba as _ff
 
 # Modules outside ffnumba's scope that some test files import at module level although
 # their selected tests never use them: the import succeeds, any use raises.
-_ABSENT = ('gluon', 'autograd', 'operator', 'runtime', 'util', 'np', 'npx', 'image',
+_ABSENT = ('gluon', 'autograd', 'operator', 'runtime', 'np', 'npx', 'image',
            'recordio', 'profiler', 'engine', 'library', 'rtc', 'contrib')
 
 
