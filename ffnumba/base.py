@@ -14,6 +14,9 @@ __all__ = ['FFError', 'MXNetError', 'ShapeError', 'ParamError', 'DTypeError',
            'NotImplementedForSymbol', '_Null', 'data_dir', 'data_dir_default', 'py_str',
            'string_types', 'numeric_types', 'integer_types']
 
+#: MXNet's default real type.
+mx_real_t = np.float32
+
 #: MXNet's type tuples for isinstance checks.
 string_types = (str,)
 numeric_types = (float, int, np.generic)

@@ -313,9 +313,17 @@ def from_numpy(ndarray, zero_copy=True, ctx=None):
         if not ndarray.flags['C_CONTIGUOUS']:
             raise ShapeError('from_numpy: zero_copy needs a C-contiguous array; use '
                              'np.ascontiguousarray or zero_copy=False')
-        view = ndarray.view()
+        if ndarray.flags.writeable:
+            view = np.ndarray(ndarray.shape, ndarray.dtype, buffer=ndarray.data)
+        else:  # already handed over once: share the memory again, writable
+            import ctypes
+            raw = (ctypes.c_char * max(ndarray.nbytes, 1)).from_address(ndarray.ctypes.data)
+            view = np.frombuffer(raw, dtype=ndarray.dtype, count=ndarray.size)
+            view = view.reshape(ndarray.shape)
         ndarray.flags.writeable = False  # as MXNet: the NDArray owns the memory now
-        return NDArray(view, ctx)
+        out = NDArray(view, ctx)
+        out._numpy_owner = ndarray       # keeps the shared memory alive
+        return out
     return NDArray(np.array(ndarray, order='C', copy=True), ctx)
 
 

@@ -182,10 +182,8 @@ def _merge(name, shapes):
     out = []
     for dims in zip(*shapes):
         known = {d for d in dims if d != 0}
-        if len(known) > 1:
-            raise ShapeError('Error in operator %s: Shape inconsistent, Provided = %s, '
-                             'inferred shape=%s' % (name, fmt_provided(shapes[0]),
-                                                    fmt_inferred(shapes[1])))
+        if len(known) > 1:  # not one shared shape (a Concat...): no guess
+            return None
         out.append(known.pop() if known else 0)
     return tuple(out)
 

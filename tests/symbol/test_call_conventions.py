@@ -74,9 +74,13 @@ def test_partial_shapes_zero_means_unknown():
     assert (a * c).infer_shape(c=(4, 10))[1] == [(4, 10)]
     with pytest.raises(ShapeError, match='inconsistent'):
         (a + c).infer_shape(c=(4, 11))
-    d = sym.Variable('d', shape=(3, 0))
-    with pytest.raises(ShapeError):
-        (b + d).infer_shape()
+    d = sym.Variable('d', shape=(3, 0))      # partial shapes that cannot agree stay unknown
+    with pytest.warns(UserWarning):
+        assert (b + d).infer_shape() == (None, None, None)
+    e, f = sym.Variable('e', shape=(0, 10)), sym.Variable('f', shape=(0, 5))
+    cat = sym.Concat(e, f, dim=1)                  # no shared shape: no guess, no error
+    assert cat.infer_shape_partial()[0] == [(0, 10), (0, 5)]
+    assert cat.infer_shape(e=(2, 10), f=(2, 5))[1] == [(2, 15)]   # given shapes win
 
 
 def test_get_children_of_multi_output_nodes():
