@@ -14,7 +14,6 @@ import numpy as np
 from ..attribute import HIDDEN_KEYS, normalize_key
 from ..base import FFError
 from ..dtype import np_dtype, dtype_code
-from ..ops.registry import get_op
 from .graph import Node, GraphView, topo_order
 from . import infer as _infer
 from .compose import make_op_symbol, _make, _scope_attrs
@@ -491,42 +490,9 @@ class Symbol:
         return exe.forward(is_train=False)
 
 
-#: MXNet's fluent methods: ``x.reshape(shape=(2, -1))`` is ``ff.sym.reshape(x, shape=...)``.
-_FLUENT = ('reshape', 'reshape_like', 'zeros_like', 'ones_like', 'broadcast_axes', 'repeat', 'pad',
-           'swapaxes', 'split', 'slice', 'slice_axis', 'slice_like', 'take', 'one_hot', 'pick',
-           'sort', 'topk', 'argsort', 'argmax', 'argmin', 'clip', 'abs', 'sign', 'flatten',
-           'expand_dims', 'broadcast_to', 'broadcast_like', 'tile', 'transpose', 'flip', 'sum',
-           'nansum', 'prod', 'mean', 'max', 'min', 'norm', 'round', 'rint', 'fix', 'floor',
-           'ceil', 'trunc', 'sin', 'cos', 'tan', 'sinh', 'cosh', 'tanh', 'exp', 'expm1', 'log',
-           'log10', 'log2', 'log1p', 'sqrt', 'rsqrt', 'cbrt', 'square', 'reciprocal', 'relu',
-           'sigmoid', 'softmax', 'log_softmax', 'squeeze')
+from ._fluent import install as _install_fluent  # noqa: E402
 
-
-def _fluent(opname):
-    def method(self, *args, **kwargs):
-        name = kwargs.pop('name', None)
-        attr = kwargs.pop('attr', None)
-        op = get_op(opname)
-        hint = op.hint if op.name == opname else opname.lower()
-        return make_op_symbol(op, [self] + list(args), kwargs, name=name, attr=attr, hint=hint)
-    method.__name__ = opname
-    method.__doc__ = 'Fluent form of ``ff.sym.%s(self, ...)``.' % opname
-    return method
-
-
-for _name in _FLUENT:
-    if not hasattr(Symbol, _name):
-        setattr(Symbol, _name, _fluent(_name))
-
-
-def _astype(self, dtype, **kwargs):
-    """Fluent form of ``ff.sym.Cast(self, dtype=dtype)``."""
-    name = kwargs.pop('name', None)
-    return make_op_symbol(get_op('Cast'), [self], dict(kwargs, dtype=dtype), name=name,
-                          hint='cast')
-
-
-Symbol.astype = _astype
+_install_fluent(Symbol)
 
 
 def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,

@@ -133,3 +133,18 @@ def test_csv_iter_getdata_is_one_ndarray(tmp_path):
     assert isinstance(it.getlabel(), mx.nd.NDArray)
     batch = next(iter(it))
     assert isinstance(batch.data, list) and batch.data[0].shape == (2, 3)
+
+
+def test_fluent_methods_resolve_from_the_registry():
+    x = sym.Variable('x')
+    assert x.exp().infer_shape(x=(2, 3))[1] == [(2, 3)]
+    assert x.sum(axis=1).infer_shape(x=(2, 3))[1] == [(2,)]
+    assert x.reshape((3, 2)).infer_shape(x=(2, 3))[1] == [(3, 2)]
+    for name in ('arccosh', 'degrees', 'sin'):
+        try:
+            mx.ops.registry.get_op(name)
+        except mx.base.FFError:
+            with pytest.raises(AttributeError):   # listed by MXNet, not registered (yet)
+                getattr(x, name)
+    with pytest.raises(AttributeError):
+        x.not_a_method
