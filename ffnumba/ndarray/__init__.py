@@ -7,7 +7,9 @@ from .params_io import loads as load_frombuffer
 from .op import (maximum, minimum, power, add, subtract, multiply, divide, modulo, equal,
                  not_equal, greater, greater_equal, lesser, lesser_equal)
 from . import random
-from .random import uniform as random_uniform, normal as random_normal
+from .random import OP_NAMES as _RANDOM_OP_NAMES
+
+globals().update(_RANDOM_OP_NAMES)  # nd.random_uniform, nd.uniform, nd.sample_normal...
 
 
 #: MXNet's ``nd`` names for operators registered under another name.

@@ -84,6 +84,12 @@ def _draw(what, sample, params, shape, dtype, ctx, out, kinds='float'):
     return array(values, ctx=ctx, dtype=dtype)
 
 
+def _no_extra(what, kwargs):
+    extra = sorted(k for k in kwargs if k != 'name')
+    if extra:
+        raise ParamError('%s: unknown parameter(s) %s' % (what, ', '.join(extra)))
+
+
 def _check(what, name, value, ok, rule):
     v = value.asnumpy() if isinstance(value, NDArray) else np.asarray(value)
     if not np.all(ok(v)):
@@ -113,6 +119,7 @@ def uniform(low=0, high=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwarg
     ParamError
         For a non-float ``dtype``.
     """
+    _no_extra('uniform', kwargs)
     return _draw('uniform', lambda r, lo, hi, s: r.uniform(lo, hi, s), (low, high), shape,
                  dtype, ctx, out)
 
@@ -122,6 +129,7 @@ def normal(loc=0, scale=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwarg
 
     Parameters and returns as :func:`uniform`.
     """
+    _no_extra('normal', kwargs)
     _check('normal', 'scale', scale, lambda v: v >= 0, '>= 0')
     return _draw('normal', lambda r, m, sd, s: r.normal(m, sd, s), (loc, scale), shape,
                  dtype, ctx, out)
@@ -140,6 +148,7 @@ def randint(low, high, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
     ParamError
         When ``high <= low`` or ``dtype`` is not an integer type.
     """
+    _no_extra('randint', kwargs)
     if not isinstance(low, NDArray) and not isinstance(high, NDArray) and high <= low:
         raise ParamError('randint: `high` must be > `low`. Received: low=%r, high=%r'
                          % (low, high))
@@ -149,6 +158,7 @@ def randint(low, high, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
 
 def gamma(alpha=1, beta=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
     """Gamma draws with shape ``alpha`` (> 0) and scale ``beta`` (> 0); mean ``alpha*beta``."""
+    _no_extra('gamma', kwargs)
     _check('gamma', 'alpha', alpha, lambda v: v > 0, '> 0')
     _check('gamma', 'beta', beta, lambda v: v > 0, '> 0')
     return _draw('gamma', lambda r, a, b, s: r.gamma(a, b, s), (alpha, beta), shape, dtype,
@@ -157,6 +167,7 @@ def gamma(alpha=1, beta=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwarg
 
 def exponential(scale=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
     """Exponential draws with mean ``scale`` (> 0)."""
+    _no_extra('exponential', kwargs)
     _check('exponential', 'scale', scale, lambda v: v > 0, '> 0')
     return _draw('exponential', lambda r, b, s: r.exponential(b, s), (scale,), shape, dtype,
                  ctx, out)
@@ -164,12 +175,14 @@ def exponential(scale=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs)
 
 def poisson(lam=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
     """Poisson draws with mean ``lam`` (>= 0), stored as floats (MXNet's default)."""
+    _no_extra('poisson', kwargs)
     _check('poisson', 'lam', lam, lambda v: v >= 0, '>= 0')
     return _draw('poisson', lambda r, lm, s: r.poisson(lm, s), (lam,), shape, dtype, ctx, out)
 
 
 def negative_binomial(k=1, p=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
     """Failures before ``k`` (> 0) successes of chance ``p`` (in (0, 1])."""
+    _no_extra('negative_binomial', kwargs)
     _check('negative_binomial', 'k', k, lambda v: v > 0, '> 0')
     _check('negative_binomial', 'p', p, lambda v: (v > 0) & (v <= 1), 'in (0, 1]')
     return _draw('negative_binomial', lambda r, kk, pp, s: r.negative_binomial(kk, pp, s),
@@ -189,6 +202,7 @@ def generalized_negative_binomial(mu=1, alpha=1, shape=_Null, dtype=_Null, ctx=N
                                   **kwargs):
     """Poisson draws whose rate is Gamma(1/alpha, alpha*mu): mean ``mu`` (>= 0), variance
     ``mu + alpha*mu**2``; ``alpha`` (>= 0) 0 gives Poisson(mu)."""
+    _no_extra('generalized_negative_binomial', kwargs)
     _check('generalized_negative_binomial', 'mu', mu, lambda v: v >= 0, '>= 0')
     _check('generalized_negative_binomial', 'alpha', alpha, lambda v: v >= 0, '>= 0')
     return _draw('generalized_negative_binomial', _gen_neg_binomial, (mu, alpha), shape,
@@ -215,6 +229,7 @@ def multinomial(data, shape=_Null, get_prob=False, out=None, dtype='int32', **kw
     ParamError
         When a row has a negative entry or sums to 0, or ``data`` is not an NDArray.
     """
+    _no_extra('multinomial', kwargs)
     if not isinstance(data, NDArray):
         raise ParamError('multinomial: `data` must be an NDArray of probabilities')
     probs = data.asnumpy().astype(np.float64)
@@ -251,9 +266,47 @@ def shuffle(data, **kwargs):
     NDArray
         Same shape, dtype and context.
     """
+    _no_extra('shuffle', kwargs)
     if not isinstance(data, NDArray):
         raise ParamError('shuffle: `data` must be an NDArray')
     host = data.asnumpy()
     if host.ndim:
         host = host[_random.generator().permutation(host.shape[0])]
     return array(host, ctx=data.context, dtype=data.dtype)
+
+
+# ---------------------------------------------------------------- MXNet's operator names
+# ``mx.nd.random_uniform``/``mx.nd.uniform`` and friends are MXNet's ``_random_*``
+# operators (scalar parameters) and ``mx.nd.sample_*`` its ``_sample_*`` operators
+# (NDArray parameters); both parameterise the exponential by its rate ``lam``.
+
+def _exponential_rate(lam=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
+    """Exponential draws with rate ``lam`` (> 0): mean ``1 / lam`` (MXNet's operator form)."""
+    _check('exponential', 'lam', lam, lambda v: v > 0, '> 0')
+    scale = 1.0 / lam.asnumpy() if isinstance(lam, NDArray) else 1.0 / lam
+    if isinstance(lam, NDArray):
+        scale = array(scale, ctx=lam.context, dtype=lam.dtype)
+    return exponential(scale, shape=shape, dtype=dtype, ctx=ctx, out=out)
+
+
+def _sample(fn, names):
+    """``fn`` called with MXNet's ``_sample_*`` parameter names (``mu``, ``sigma``...)."""
+    def call(*args, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs):
+        kw = {ours: kwargs.pop(theirs) for theirs, ours in names if theirs in kwargs}
+        _no_extra('sample', kwargs)
+        return fn(*args, shape=shape, dtype=dtype, ctx=ctx, out=out, **kw)
+    return call
+
+
+OP_NAMES = {
+    'random_uniform': uniform, 'uniform': uniform, 'random_normal': normal, 'normal': normal,
+    'random_randint': randint, 'random_gamma': gamma, 'random_exponential': _exponential_rate,
+    'random_poisson': poisson, 'random_negative_binomial': negative_binomial,
+    'random_generalized_negative_binomial': generalized_negative_binomial,
+    'sample_uniform': uniform, 'sample_normal': _sample(normal, [('mu', 'loc'),
+                                                                 ('sigma', 'scale')]),
+    'sample_gamma': gamma, 'sample_exponential': _exponential_rate, 'sample_poisson': poisson,
+    'sample_negative_binomial': negative_binomial,
+    'sample_generalized_negative_binomial': generalized_negative_binomial,
+    'sample_multinomial': multinomial,
+}

@@ -125,23 +125,28 @@ def _run(view, values, call, merge_err):
             return values
 
 
+class ShapeTypeError(ShapeError, TypeError):
+    """A shape that is not a tuple of ints (also a ``TypeError``, as MXNet raises)."""
+
+
 def as_shape(name, value):
     """``value`` as a tuple of non-negative ints (0 marks an unknown dimension).
 
     Raises
     ------
     ShapeError
-        For a value that is not a sequence of ints, or a negative dimension.
+        For a negative dimension; :class:`ShapeTypeError` (also a ``TypeError``) for
+        a value that is not a sequence of ints.
     """
     if isinstance(value, (int, np.integer)) or not hasattr(value, '__len__') \
             or isinstance(value, (str, bytes)):
-        raise ShapeError('The shape of %s must be a tuple of ints. Received: %r'
-                         % (name, value))
+        raise ShapeTypeError('The shape of %s must be a tuple of ints. Received: %r'
+                             % (name, value))
     dims = []
     for d in value:
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-            raise ShapeError('The shape of %s must be a tuple of ints. Received: %r'
-                             % (name, value))
+            raise ShapeTypeError('The shape of %s must be a tuple of ints. Received: %r'
+                                 % (name, value))
         if d < 0:
             raise ShapeError('The shape of %s must have dimensions >= 0. Received: %r'
                              % (name, tuple(value)))
