@@ -94,3 +94,17 @@ def test_distribution_moments_and_shapes():
                                rtol=1e-6)
     sh = ff.random.shuffle(nd.arange(10)).asnumpy()
     assert sorted(sh.tolist()) == list(range(10))
+
+
+def test_mxnet_operator_names():
+    ff.random.seed(2)
+    s = nd.sample_normal(mu=nd.array([10.0]), sigma=nd.array([0.5]))
+    assert s.shape == (1,)
+    assert nd.sample_normal(mu=nd.array([10.0]), sigma=nd.array([0.5]), shape=1).shape == (1, 1)
+    assert nd.uniform(0, 1, shape=(2,)).shape == (2,) and nd.normal(shape=3).shape == (3,)
+    assert abs(nd.random_exponential(lam=4.0, shape=(20000,)).asnumpy().mean() - 0.25) < 0.01
+    assert nd.random_randint(0, 3, shape=(5,)).dtype is np.int32
+    with pytest.raises(ParamError, match='unknown parameter'):
+        nd.random.normal(mu=1.0)
+    with pytest.raises(ParamError, match='unknown parameter'):
+        nd.sample_normal(mu=nd.array([1.0]), sd=nd.array([1.0]))
