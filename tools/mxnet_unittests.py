@@ -2,7 +2,8 @@
 
 Usage (nothing is fetched at run time; point it at a checkout outside this repo)::
 
-    git --git-dir=<mxnet.git> archive 1.9.1 tests/python/unittest | tar -x -C /work/mxtests
+    git --git-dir=<mxnet.git> archive 1.9.1 tests/python/unittest \
+        tests/python/train/test_bucketing.py | tar -x -C /work/mxtests   # scipy needed too
     # 1. which selected tests pass on real MXNet (any interpreter with mxnet + pytest):
     python tools/mxnet_unittests.py /work/mxtests/tests/python/unittest \\
         --mxnet --python /work/mxref/bin/python --json mx.json
@@ -30,9 +31,7 @@ What it does
      (``with_seed``, ``setup_module``, ``teardown``, ``assertRaises``,
      ``random_seed``, ``TemporaryDirectory``, ``with_environment``,
      ``models.mlp2/conv``...), re-implemented on the public API only.
-   * ``nose/tools.py``: the few ``nose.tools`` names the tests use (nose does
-     not install on Python 3.11).
-   * ``_mxut_plugin.py``: a pytest plugin that gives every test a time limit
+   * ``nose/tools.py``: the ``nose.tools`` names the tests use (no nose on 3.11).   * ``_mxut_plugin.py``: a pytest plugin that gives every test a time limit
      (``--timeout``), records each outcome to a JSON-lines file as it happens
      (so a crashed file keeps its partial results) and seeds numpy, Python and
      ``mx.random`` before every test.
@@ -41,9 +40,9 @@ What it does
    vision operators, C-API/engine internals, profiler, image, recordio,
    extensions, TVM, DGL, subgraphs and quantization are left out whole; in the
    remaining files a test function is left out when its source, or the source
-   of any module-level function it calls (transitively), mentions one of the
-   ``OUT_OF_SCOPE`` patterns. Tests that a decorator skips are kept (they are
-   scored by what MXNet does with them).
+   of any module-level function it calls (transitively), or its decorators,
+   mention one of the ``OUT_OF_SCOPE`` patterns. Tests a decorator skips are
+   kept (scored by what MXNet does with them).
 3. Runs pytest once per selected file (``python -m pytest file::test ...``) and
    prints per file: the tests selected, those passing on MXNet (from ``--ref``,
    or from this run with ``--mxnet``) and, of those, the ones passing on ffnumba.
@@ -579,27 +578,21 @@ def main(argv=None):
     lines = ['%-34s %9s %8s %8s %6s' % ('file', 'selected', 'pass-mx', 'pass-ff', '%')]
     tot = [0, 0, 0]
     for fname, sel, a, b in rows:
-        if b is None:
-            if args.mxnet:
-                b = '-'
-            else:
-                a, b = '-', a
-        pct = ('%.0f' % (100.0 * b / a)) if isinstance(a, int) and isinstance(b, int) and a \
-            else '-'
-        lines.append('%-34s %9d %8s %8s %6s' % (fname, sel, a, b, pct))
-        tot[0] += sel
-        tot[1] += a if isinstance(a, int) else 0
-        tot[2] += b if isinstance(b, int) else 0
-    pct = '%.1f' % (100.0 * tot[2] / tot[1]) if tot[1] else '-'
-    lines.append('%-34s %9d %8s %8s %6s' % ('TOTAL', tot[0], tot[1] or '-', tot[2] or '-', pct))
-    table = '\n'.join(lines)
-    print(table)
-    if args.table:
-        with open(args.table, 'w') as f:
-            f.write(table + '\n')
-    if args.json:
-        with open(args.json, 'w') as f:
-            json.dump(all_out, f, indent=1, sort_keys=True)
+        if b is None:  # no reference: the one count is MXNet's (--mxnet) or ffnumba's
+            a, b = (a, '-') if args.mxnet else ('-', a)
+        ints = isinstance(a, int) and isinstance(b, int)
+        lines.append('%-34s %9d %8s %8s %6s' % (fname, sel, a, b, '%.0f' % (100.0 * b / a)
+                                                if ints and a else '-'))
+        tot = [tot[0] + sel, tot[1] + (a if isinstance(a, int) else 0),
+               tot[2] + (b if isinstance(b, int) else 0)]
+    lines.append('%-34s %9d %8s %8s %6s' % ('TOTAL', tot[0], tot[1] or '-', tot[2] or '-',
+                                            '%.1f' % (100.0 * tot[2] / tot[1]) if tot[1] else '-'))
+    print('\n'.join(lines))
+    for path, text in ((args.table, '\n'.join(lines) + '\n'),
+                       (args.json, json.dumps(all_out, indent=1, sort_keys=True))):
+        if path:
+            with open(path, 'w') as f:
+                f.write(text)
     return 0
 
 
