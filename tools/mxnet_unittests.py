@@ -20,21 +20,20 @@ What it does
      attributes are ``ffnumba``'s (a module ``__getattr__`` forwards every
      name) and every ``mxnet.a.b`` import resolves to ``ffnumba.a.b`` (a
      submodule, or a module-valued attribute such as ``ffnumba.test_utils``
-     or ``ffnumba.nd``). It adds no
-     function of its own: a name ffnumba lacks fails as it would for a user.
-     The one exception: a module that is out of ffnumba's scope and that
+     or ``ffnumba.nd``). It adds no function of its own: a name ffnumba lacks
+     fails as it would for a user. The one exception: an out-of-scope module
      ffnumba lacks (``mxnet.gluon``, ``mxnet.autograd``, ``mxnet.operator``,
-     ``mxnet.runtime``...) imports as an empty placeholder
-     whose every use raises ``NotImplementedError``, so that a test file that
-     imports it at module level can still run its in-scope tests.
+     ``mxnet.runtime``...) imports as a placeholder whose every use raises
+     ``NotImplementedError``, so a file importing it at module level still runs.
    * ``common.py``: the helpers MXNet's tests import from their ``common``
-     (``with_seed``, ``setup_module``, ``teardown``, ``assertRaises``,
-     ``random_seed``, ``TemporaryDirectory``, ``with_environment``,
-     ``models.mlp2/conv``...), re-implemented on the public API only.
-   * ``nose/tools.py``: the ``nose.tools`` names the tests use (no nose on 3.11).   * ``_mxut_plugin.py``: a pytest plugin that gives every test a time limit
-     (``--timeout``), records each outcome to a JSON-lines file as it happens
-     (so a crashed file keeps its partial results) and seeds numpy, Python and
-     ``mx.random`` before every test.
+     (``with_seed``, ``setup_module``, ``assertRaises``, ``random_seed``,
+     ``TemporaryDirectory``, ``with_environment``, ``models.mlp2/conv``...) on
+     the public API; ``with_seed()`` uses one fixed seed (``MXNET_TEST_SEED``
+     or 1234) so that both runs see the same numbers.
+   * ``nose/tools.py``: the ``nose.tools`` names the tests use (no nose on 3.11).
+   * ``_mxut_plugin.py``: a pytest plugin giving every test a time limit
+     (``--timeout``) and recording each outcome to a JSON-lines file as it
+     happens (a crashed file keeps its partial results).
 2. Selects the in-scope tests (see ``EXCLUDED_FILES`` and ``OUT_OF_SCOPE``):
    files about Gluon, autograd, sparse storage, ``mx.np``/``npx``, contrib or
    vision operators, C-API/engine internals, profiler, image, recordio,
