@@ -148,3 +148,15 @@ def test_fluent_methods_resolve_from_the_registry():
                 getattr(x, name)
     with pytest.raises(AttributeError):
         x.not_a_method
+
+
+def test_bad_data_descriptions_are_type_errors():
+    net = sym.FullyConnected(sym.Variable('data'), num_hidden=1)
+    mod = mx.mod.Module(net, label_names=None)
+    with pytest.raises(TypeError):
+        mod.bind(data_shapes=['data', mx.nd.zeros((2, 1))])
+    with pytest.raises(TypeError):
+        mod.bind(data_shapes=[('data', mx.nd.array([10, 10]))])
+    assert not mod.binded
+    mod.bind(data_shapes=[('data', (2, 1))])
+    assert mod.binded
