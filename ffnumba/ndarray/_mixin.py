@@ -17,6 +17,10 @@ MXNet's rules kept here (checked against MXNet 1.9.1):
 * ``a % b`` takes the sign of the divisor (Python's rule, ``-7 % 2 == 1``)
   for every dtype, and ``x % 0 == 0``.
 * ``max``/``min`` propagate NaN; ``bool()`` of an empty array is False.
+* A numpy function that wraps a method (``np.argmax(x, axis=1)``,
+  ``np.mean(x)``, ``np.clip(x, 0, 1)``) calls the NDArray method and returns an
+  NDArray, as numpy does with MXNet's NDArray; other numpy functions
+  (``np.std``, ``np.concatenate``) run on the host copy and return numpy values.
 """
 import functools
 
@@ -44,6 +48,12 @@ _REFLECTED = {np.add: '__radd__', np.subtract: '__rsub__', np.multiply: '__rmul_
               np.equal: '__eq__', np.not_equal: '__ne__', np.less: '__gt__',
               np.less_equal: '__ge__', np.greater: '__lt__', np.greater_equal: '__le__',
               np.matmul: '__rmatmul__'}
+
+
+# numpy function name -> NDArray method name, for the methods numpy would call
+_NP_METHOD_NAMES = {'amax': 'max', 'amin': 'min', 'around': 'round', 'round_': 'round'}
+_NP_METHODS = frozenset(('argmax', 'argmin', 'sum', 'mean', 'max', 'min', 'reshape',
+                         'squeeze', 'transpose', 'clip', 'round', 'prod', 'repeat'))
 
 
 def _nd():
@@ -241,6 +251,21 @@ class NDArrayMixin:
         return getattr(ufunc, method)(*_to_host(inputs), **_to_host(kwargs))
 
     def __array_function__(self, func, types, args, kwargs):
+        # numpy functions that wrap a method (np.argmax, np.sum, np.mean, np.clip...) call
+        # the NDArray method, as numpy does for MXNet's NDArray; the rest run on the host
+        name = _NP_METHOD_NAMES.get(func.__name__, func.__name__)
+        if args and args[0] is self and (name in _NP_METHODS or name in FLUENT):
+            kw = {k: v for k, v in kwargs.items() if v is not None and k != 'out'}
+            try:
+                res = getattr(self, name)(*args[1:], **kw)
+            except (TypeError, AttributeError, FFError):
+                res = None
+            if res is not None:
+                out = kwargs.get('out')
+                if out is not None:
+                    out[...] = _to_host(res)
+                    return out
+                return res
         return func(*_to_host(args), **_to_host(kwargs))
 
     # ------------------------------------------------------------ shaping

@@ -126,7 +126,11 @@ def test_flatten_expand_dims_squeeze_inplace():
 
 def test_numpy_protocols():
     x = nd.array([1.0, 2.0, 3.0])
-    assert np.mean(x) == pytest.approx(2.0)
+    m = np.mean(x)                            # the method, as numpy calls it: an NDArray
+    assert isinstance(m, nd.NDArray) and float(m) == pytest.approx(2.0)
+    a = nd.array([[0.3, 0.7], [0.9, 0.1]])
+    assert np.argmax(a, axis=1).asnumpy().tolist() == [1, 0]
+    assert float(np.sum(a)) == pytest.approx(2.0) and float(np.max(a)) == pytest.approx(0.9)
     assert np.std(x) == pytest.approx(np.std([1.0, 2.0, 3.0]))
     assert isinstance(np.exp(x), np.ndarray)
     r = np.ones(3) + x                        # numpy on the left still gives an NDArray
