@@ -35,6 +35,13 @@ def _as_dict(sym, values, names):
     return dict(zip(names, values))
 
 
+def _as_list_in_order(sym, values):
+    """Head gradients given as a list, or as a dict by output name, in output order."""
+    if isinstance(values, dict):
+        return [values[n] for n in sym.list_outputs()]
+    return list(values)
+
+
 def _np(v):
     return v.asnumpy() if isinstance(v, nd.NDArray) else np.asarray(v)
 
@@ -122,9 +129,9 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-4, atol=
         grad_req = {n: (grad_req if n in exp else 'null') for n in arg_names}
     exe = bind_numpy(sym, location, aux_states, grad_req=grad_req, dtype=dtype, ctx=ctx)
     exe.forward(is_train=is_train)
-    if out_grads is not None:
-        out_grads = [nd.array(_np(g), ctx=exe.outputs[0].context, dtype=exe.outputs[i].dtype)
-                     for i, g in enumerate(out_grads)]
+    if out_grads is not None:  # extra head gradients are ignored, as in MXNet
+        out_grads = [nd.array(_np(g), ctx=o.context, dtype=o.dtype)
+                     for g, o in zip(_as_list_in_order(sym, out_grads), exe.outputs)]
     exe.backward(out_grads)
     got = {n: exe.grad_dict[n].asnumpy() for n in arg_names if exe.grad_dict.get(n) is not None}
     for n, v in exp.items():

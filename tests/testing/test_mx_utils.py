@@ -139,3 +139,15 @@ def test_verify_generator_and_moment_checks():
 def test_contrib_svrg_import_path():
     from ffnumba.contrib.svrg_optimization.svrg_module import SVRGModule
     assert SVRGModule is mx.mod.SVRGModule
+
+
+def test_check_symbolic_backward_ignores_extra_head_gradients():
+    x = mx.sym.Variable('x')
+    s = x * 2
+    loc = {'x': np.ones((2, 2))}
+    got = tu.check_symbolic_backward(s, loc, [np.ones((2, 2)), np.ones(7)],
+                                     {'x': 2 * np.ones((2, 2))})
+    np.testing.assert_allclose(got['x'], 2)
+    tu.check_symbolic_backward(s, loc, {s.list_outputs()[0]: np.ones((2, 2))},
+                               [2 * np.ones((2, 2))])
+    tu.check_symbolic_backward(s, loc, [np.ones((2, 2))], [np.zeros((2, 2))], grad_req='null')
