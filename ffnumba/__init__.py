@@ -14,6 +14,8 @@ import logging as _logging
 # configures the root logger.
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
+import sys as _sys
+
 from . import base
 from .base import FFError, MXNetError
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
@@ -21,6 +23,8 @@ from . import context
 from . import random
 from . import ndarray
 from . import ndarray as nd
+for _name in random.SAMPLERS:   # mx.random.uniform is mx.nd.random.uniform
+    setattr(random, _name, getattr(ndarray.random, _name))
 from . import ops
 from . import symbol
 from . import symbol as sym
@@ -45,10 +49,14 @@ from . import module as mod
 from . import datasets
 from . import testing
 from . import testing as test_utils
+_sys.modules[__name__ + '.test_utils'] = testing  # `from ffnumba.test_utils import x`
 from . import layers
 from . import rnn
 # MXNet's mx.init.FusedRNN: defined beside the RNN cells' weight layout, named in ff.init here
 # (the package is the one layer above both).
 initializer.FusedRNN = rnn.cells.FusedRNN
 initializer.__all__.append('FusedRNN')
+from . import contrib
+from . import util
+from .util import use_np_shape
 from . import viz

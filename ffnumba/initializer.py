@@ -368,7 +368,8 @@ class Constant(Initializer):
     """Fill with ``value`` (a scalar or an array that broadcasts to the weight)."""
 
     def __init__(self, value):
-        super().__init__(value=value)
+        # MXNet keeps an array value as a nested list in _kwargs (so it dumps as JSON)
+        super().__init__(value=value if np.isscalar(value) else np.asarray(value).tolist())
         self.value = value
 
     def _init_weight(self, _, arr):

@@ -10,7 +10,14 @@ import numpy as np
 
 from .base import ParamError
 
-__all__ = ['seed', 'generator', 'spawn']
+__all__ = ['seed', 'generator', 'spawn', 'uniform', 'normal', 'randn', 'randint', 'gamma',
+           'exponential', 'poisson', 'negative_binomial', 'generalized_negative_binomial',
+           'multinomial', 'shuffle']
+
+#: MXNet's top-level sampler names (``mx.random.uniform``...): the functions of
+#: ``ff.nd.random``, put here by the package (``ffnumba/__init__.py``) so this
+#: foundation module imports nothing above it.
+SAMPLERS = tuple(__all__[3:])
 
 _lock = threading.Lock()
 # Two streams: one for initializers and shuffling, one that only hands out executor
@@ -24,18 +31,26 @@ def seed(seed_state, ctx='all'):
     Parameters
     ----------
     seed_state : int
-        Non-negative seed.
+        Any integer; negative seeds are accepted as MXNet does (each integer
+        gives its own stream).
     ctx : Context or 'all', default 'all'
         Accepted for MXNet compatibility; one generator serves every device.
+
+    Raises
+    ------
+    ParamError
+        (a ValueError, MXNet's error type) if ``seed_state`` is not an integer.
     """
-    if isinstance(seed_state, bool) or not isinstance(seed_state, (int, np.integer)) \
-            or not 0 <= seed_state < 2 ** 64:
-        raise ParamError('seed: `seed_state` must be an int in [0, 2**64). Received: %r'
-                         % (seed_state,))
+    if isinstance(seed_state, bool) or not isinstance(seed_state, (int, np.integer)):
+        raise ParamError('seed: `seed_state` must be an integer. Received: %r'
+                         % (seed_state,))   # a ValueError too, as MXNet raises
+    s = int(seed_state)
+    words = [s] if s >= 0 else [-s, 1]  # SeedSequence takes non-negative words
     with _lock:
-        _state['rng'] = np.random.default_rng(int(seed_state))
-        _state['spawner'] = np.random.SeedSequence([int(seed_state), 0x5EED])
-    np.random.seed(int(seed_state) % (2 ** 32))
+        _state['rng'] = np.random.default_rng(words[0] if s >= 0 else words)
+        _state['spawner'] = np.random.SeedSequence(words + [0x5EED] if s < 0 else
+                                                   [s, 0x5EED])
+    np.random.seed(s % (2 ** 32))
 
 
 def generator():

@@ -164,12 +164,14 @@ class CSVIter(DataIter):
         return self._batch
 
     def getdata(self):
+        """The current batch's data: one NDArray (MXNet's C++ iterators return one)."""
         from ..ndarray import from_numpy
-        return [from_numpy(self._current()[0], ctx=cpu(0))]
+        return from_numpy(self._current()[0], zero_copy=False, ctx=cpu(0))
 
     def getlabel(self):
+        """The current batch's label: one NDArray."""
         from ..ndarray import from_numpy
-        return [from_numpy(self._current()[1], ctx=cpu(0))]
+        return from_numpy(self._current()[1], zero_copy=False, ctx=cpu(0))
 
     def getpad(self):
         return self._current()[2]
@@ -180,5 +182,5 @@ class CSVIter(DataIter):
     def next(self):
         if not self.iter_next():
             raise StopIteration
-        return DataBatch(data=self.getdata(), label=self.getlabel(), pad=self.getpad(),
+        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(),
                          index=self.getindex())

@@ -178,8 +178,8 @@ class NDArrayIter(DataIter):
     # ------------------------------------------------------------------ views
     @staticmethod
     def _wrap(arr):
-        from ..ndarray import from_numpy
-        return from_numpy(arr, ctx=cpu(0))
+        from ..ndarray import NDArray
+        return NDArray(np.ascontiguousarray(arr), cpu(0))
 
     @property
     def data(self):

@@ -34,14 +34,18 @@ def _check_input_names(symbol, names, typename, throw):
         warnings.warn(msg, stacklevel=3)
 
 
+class _DescTypeError(ParamError, TypeError):
+    """A data/label description of the wrong type (a ``TypeError`` too, as in MXNet)."""
+
+
 def _as_desc(x):
     """``x`` as a DataDesc with a checked shape (a tuple of ints, batch axis >= 1)."""
     from ..io import DataDesc
     from ..symbol.infer import as_shape
     if not isinstance(x, DataDesc):
         if not (isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], str)):
-            raise ParamError('Module: a data/label description must be a DataDesc or a '
-                             '(name, shape) pair. Received: %r' % (x,))
+            raise _DescTypeError('Module: a data/label description must be a DataDesc or a '
+                                 '(name, shape) pair. Received: %r' % (x,))
         x = DataDesc(x[0], as_shape(x[0], x[1]))
     shape = as_shape(x.name, x.shape)
     axis = DataDesc.get_batch_axis(x.layout)

@@ -416,7 +416,8 @@ class DataParallelExecutorGroup:
 
     def _loader(self, data_batch):
         """Return ``load(i)`` copying device ``i``'s slice of ``data_batch``."""
-        if isinstance(data_batch, (list, tuple)):
+        # a list of per-device batches; a namedtuple('Batch', ['data']) is one batch
+        if isinstance(data_batch, (list, tuple)) and not hasattr(data_batch, 'data'):
             batches = data_batch
 
             def load(i):
@@ -424,13 +425,13 @@ class DataParallelExecutorGroup:
                 for (_, dst), name, src in zip([d[i] for d in self.data_arrays],
                                                self.data_names, b.data):
                     _load(src, dst, -1, None, name)
-                if self.label_arrays and b.label:
+                if self.label_arrays and getattr(b, 'label', None):
                     for (_, dst), src in zip([la[i] for la in self.label_arrays], b.label):
                         if dst is not None:
                             _load(src, dst, -1, None, 'label')
             return load
         data = data_batch.data
-        label = data_batch.label if self.label_arrays else None
+        label = getattr(data_batch, 'label', None) if self.label_arrays else None
 
         def load(i):
             for targets, name, src, axis in zip(self.data_arrays, self.data_names, data,

@@ -10,9 +10,13 @@ import numpy as np
 from ..base import DTypeError, FFError, ParamError, ShapeError
 from ..context import Context, current_context, check_device
 from ..dtype import np_dtype
+from ._mixin import NDArrayMixin
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'concat',
-           'concatenate', 'waitall', 'from_numpy']
+           'concatenate', 'waitall', 'from_numpy', 'moveaxis', 'py_slice']
+
+#: Python's ``slice`` (MXNet's ``ndarray.ndarray.py_slice``).
+py_slice = slice
 
 
 class NDArrayIndexError(FFError, IndexError):
@@ -26,7 +30,7 @@ def _to_device(host, ctx):
         return cuda.to_device(np.ascontiguousarray(host))
 
 
-class NDArray:
+class NDArray(NDArrayMixin):
     """An n-dimensional array on a context.
 
     Build one with :func:`array`, :func:`zeros` and friends rather than the
@@ -214,40 +218,6 @@ class NDArray:
                              % (self.shape, self.size, shape)) from None
         return NDArray(data, self._ctx)
 
-    def flatten(self):
-        """A view collapsing every axis but the first: ``(d0, d1, ...)`` -> ``(d0, d1*...)``.
-
-        Returns
-        -------
-        NDArray
-            Shape ``(shape[0], prod(shape[1:]))``; a 0-d array gives ``(1, 1)``.
-        """
-        return self.reshape(self.shape[0], -1) if self.ndim else self.reshape(1, 1)
-
-    def expand_dims(self, axis):
-        """Insert an axis of length 1 at ``axis`` (numpy's rule).
-
-        Parameters
-        ----------
-        axis : int
-            Position of the new axis, in ``[-ndim-1, ndim]``.
-
-        Returns
-        -------
-        NDArray
-            Shape with a 1 inserted at ``axis``.
-
-        Raises
-        ------
-        ShapeError
-            When ``axis`` is out of range.
-        """
-        if not -self.ndim - 1 <= axis <= self.ndim:
-            raise ShapeError('expand_dims: `axis` must be in [%d, %d] for shape %s. '
-                             'Received: axis=%r' % (-self.ndim - 1, self.ndim, self.shape, axis))
-        return NDArray(np.expand_dims(self._data, axis), self._ctx) if not self._gpu() else \
-            self.reshape(np.expand_dims(np.empty(self.shape, np.int8), axis).shape)
-
     def _gpu(self):
         return self._ctx.device_type == 'gpu'
 
@@ -257,40 +227,6 @@ class NDArray:
     def __iter__(self):
         for i in range(self.shape[0]):
             yield self[i]
-
-    def __getitem__(self, key):
-        if isinstance(key, NDArray):
-            key = key.asnumpy().astype(np.int64)
-        try:
-            out = self.asnumpy()[key] if self._gpu() else self._data[key]
-        except IndexError as e:
-            raise NDArrayIndexError('NDArray of shape %s: %s' % (self.shape, _index_msg(key, e))) \
-                from None
-        if self._gpu():
-            return array(out, ctx=self._ctx, dtype=self._data.dtype)
-        if np.isscalar(out) or (isinstance(out, np.ndarray) and out.ndim == 0):
-            out = np.asarray(out).reshape(1)
-        if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
-            out = np.ascontiguousarray(out)
-        return NDArray(out, self._ctx)
-
-    def __setitem__(self, key, value):
-        if isinstance(value, NDArray):
-            value = value.asnumpy()
-        try:
-            if self._gpu():
-                host = self.asnumpy()
-                host[key] = value
-                self._set(host)
-            else:
-                self._data[key] = value
-        except IndexError as e:
-            raise NDArrayIndexError('NDArray of shape %s: %s' % (self.shape, _index_msg(key, e))) \
-                from None
-        except (ValueError, TypeError):
-            raise ShapeError('NDArray of shape %s: cannot assign a value of shape %s and type %s '
-                             'to [%r]' % (self.shape, np.shape(value), type(value).__name__,
-                                          key)) from None
 
     # ------------------------------------------------------------ arithmetic
     def _binary(self, other, fn, reverse=False):
@@ -323,9 +259,6 @@ class NDArray:
     __rsub__ = lambda s, o: s._binary(o, np.subtract, True)
     __mul__ = lambda s, o: s._binary(o, np.multiply)
     __rmul__ = lambda s, o: s._binary(o, np.multiply, True)
-    __truediv__ = lambda s, o: s._binary(o, np.true_divide)
-    __rtruediv__ = lambda s, o: s._binary(o, np.true_divide, True)
-    __mod__ = lambda s, o: s._binary(o, np.mod)
     __pow__ = lambda s, o: s._binary(o, np.power)
     __rpow__ = lambda s, o: s._binary(o, np.power, True)
     __eq__ = lambda s, o: s._binary(o, lambda a, b: (a == b).astype(a.dtype))
@@ -337,7 +270,6 @@ class NDArray:
     __iadd__ = lambda s, o: s._inplace(o, np.add)
     __isub__ = lambda s, o: s._inplace(o, np.subtract)
     __imul__ = lambda s, o: s._inplace(o, np.multiply)
-    __itruediv__ = lambda s, o: s._inplace(o, np.true_divide)
     __hash__ = object.__hash__
 
     def __neg__(self):
@@ -346,97 +278,9 @@ class NDArray:
     def __abs__(self):
         return array(np.abs(self.asnumpy()), ctx=self._ctx)
 
-    def __bool__(self):
-        if self.size == 1:
-            return bool(self.asnumpy().reshape(-1)[0])
-        raise ValueError('The truth value of an NDArray with more than one element is ambiguous.')
-
     def __repr__(self):
         return '\n%s\n<NDArray %s @%s>' % (self.asnumpy(), 'x'.join(str(s) for s in self.shape),
                                           self._ctx)
-
-    # ------------------------------------------------------------ reductions
-    def _reduce(self, fn, axis, keepdims, what):
-        """``fn`` over ``axis`` on the host, kept in this dtype, at least 1-D."""
-        if axis is not None:
-            for a in (axis if isinstance(axis, (tuple, list)) else (axis,)):
-                if not -self.ndim <= a < self.ndim:
-                    raise ShapeError('%s: `axis` must be in [%d, %d) for shape %s. '
-                                     'Received: axis=%r'
-                                     % (what, -self.ndim, self.ndim, self.shape, axis))
-            if isinstance(axis, list):
-                axis = tuple(axis)
-        kw = {} if keepdims is None else {'keepdims': keepdims}
-        r = np.asarray(fn(self.asnumpy(), axis=axis, **kw))
-        return array(r.reshape(1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
-
-    def sum(self, axis=None, keepdims=False):
-        """Sum over ``axis`` (all axes by default), in this array's dtype.
-
-        Parameters
-        ----------
-        axis : int or tuple of int, optional
-        keepdims : bool, default False
-            Keep reduced axes with length 1.
-
-        Returns
-        -------
-        NDArray
-            The reduced shape; ``(1,)`` for a full reduction (MXNet has no
-            0-d arrays).
-
-        Raises
-        ------
-        ShapeError
-            For an axis out of range.
-        """
-        return self._reduce(np.sum, axis, keepdims, 'sum')
-
-    def mean(self, axis=None, keepdims=False):
-        """Mean over ``axis``; shapes and errors as :meth:`sum`."""
-        return self._reduce(np.mean, axis, keepdims, 'mean')
-
-    def max(self, axis=None, keepdims=False):
-        """Maximum over ``axis``; shapes and errors as :meth:`sum`."""
-        return self._reduce(np.max, axis, keepdims, 'max')
-
-    def min(self, axis=None, keepdims=False):
-        """Minimum over ``axis``; shapes and errors as :meth:`sum`."""
-        return self._reduce(np.min, axis, keepdims, 'min')
-
-    def argmax(self, axis=None):
-        """Index of the maximum along ``axis`` (of the flattened array by default).
-
-        Parameters
-        ----------
-        axis : int, optional
-
-        Returns
-        -------
-        NDArray
-            Indices in this array's dtype (as MXNet), shape without ``axis``;
-            ``(1,)`` when ``axis`` is None.
-
-        Raises
-        ------
-        ShapeError
-            For an axis out of range.
-        """
-        if axis is not None and not isinstance(axis, (int, np.integer)):
-            raise ShapeError('argmax: `axis` must be an int or None. Received: axis=%r'
-                             % (axis,))
-        return self._reduce(np.argmax, axis, None, 'argmax')
-
-    def norm(self):
-        """The L2 norm of all elements, ``sqrt(sum(x**2))``, accumulated in float64.
-
-        Returns
-        -------
-        NDArray
-            Shape ``(1,)``, this array's dtype.
-        """
-        return array(np.sqrt((self.asnumpy().astype(np.float64) ** 2).sum()).reshape(1),
-                     ctx=self._ctx, dtype=self._data.dtype)
 
     def zeros_like(self):
         """A new array of zeros with this shape, dtype and context."""
@@ -447,12 +291,48 @@ class NDArray:
         return ones(self.shape, self._ctx, self._data.dtype)
 
 
-def from_numpy(a, ctx=None):
-    """Wrap a numpy array without a copy when it is C-contiguous (CPU only)."""
+def from_numpy(ndarray, zero_copy=True, ctx=None):
+    """An NDArray from a numpy array (MXNet ``nd.from_numpy``).
+
+    Parameters
+    ----------
+    ndarray : numpy.ndarray
+    zero_copy : bool, default True
+        Share the numpy array's memory (CPU only); as in MXNet the numpy
+        array becomes read-only and writes go through the NDArray. False
+        copies.
+    ctx : Context, optional
+        Default: the current context.
+
+    Returns
+    -------
+    NDArray
+        Same dtype as ``ndarray``.
+
+    Raises
+    ------
+    ShapeError
+        ``zero_copy=True`` on an array that is not C-contiguous.
+    """
     ctx = ctx or current_context()
     if ctx.device_type == 'gpu':
-        return NDArray(_to_device(a, ctx), ctx)
-    return NDArray(np.ascontiguousarray(a), ctx)
+        return NDArray(_to_device(ndarray, ctx), ctx)
+    if zero_copy:
+        if not ndarray.flags['C_CONTIGUOUS']:
+            raise ShapeError('from_numpy: zero_copy needs a C-contiguous array; use '
+                             'np.ascontiguousarray or zero_copy=False')
+        if ndarray.flags.writeable:
+            view = np.ndarray(ndarray.shape, ndarray.dtype, buffer=ndarray.data)
+        else:  # already handed over once: share the memory again, writable
+            import ctypes
+            raw = (ctypes.c_char * max(ndarray.nbytes, 1)).from_address(ndarray.ctypes.data)
+            view = np.frombuffer(raw, dtype=ndarray.dtype, count=ndarray.size)
+            view = view.reshape(ndarray.shape)
+        ndarray.flags.writeable = False  # as MXNet: the NDArray owns the memory now
+        out = NDArray(view, ctx)
+        out._numpy_owner = ndarray       # keeps the shared memory alive
+        return out
+    return NDArray(np.array(ndarray, order='C', copy=True), ctx)
 
 
 from ._objects import check_numeric  # noqa: E402
@@ -517,9 +397,9 @@ def _shape(shape):
             from None
 
 
-def empty(shape, ctx=None, dtype='float32'):
+def empty(shape, ctx=None, dtype='float32', out=None):
     """An uninitialised NDArray (zero-filled here, as MXNet's reads look)."""
-    return zeros(shape, ctx, dtype)
+    return zeros(shape, ctx, dtype, out=out)
 
 
 
@@ -536,18 +416,28 @@ def _host_alloc(fn, shape, dtype, *fill):
                       % (tuple(shape), dtype, nbytes / 1e9)) from None
 
 
-def zeros(shape, ctx=None, dtype='float32', stype=None, **kwargs):
-    """An NDArray of zeros. ``shape``: int or tuple; ``dtype`` default float32."""
+def _fill_out(out, host):
+    if out.shape != host.shape:
+        raise ShapeError('`out` has shape %s; the result has %s' % (out.shape, host.shape))
+    out[:] = host
+    return out
+
+
+def zeros(shape, ctx=None, dtype='float32', stype=None, out=None, **kwargs):
+    """An NDArray of zeros. ``shape``: int or tuple; ``dtype`` default float32;
+    ``out``: an NDArray to fill and return instead."""
     ctx = ctx or current_context()
     host = _host_alloc(np.zeros, _shape(shape), np_dtype(dtype))
+    if out is not None:
+        return _fill_out(out, host)
     if ctx.device_type == 'gpu':
         return NDArray(_to_device(host, ctx), ctx)
     return NDArray(host, ctx)
 
 
-def ones(shape, ctx=None, dtype='float32', **kwargs):
-    """An NDArray of ones."""
-    return full(shape, 1, ctx, dtype)
+def ones(shape, ctx=None, dtype='float32', out=None, **kwargs):
+    """An NDArray of ones (``out``: filled and returned instead)."""
+    return full(shape, 1, ctx, dtype, out=out)
 
 
 def full(shape, val, ctx=None, dtype='float32', out=None):
@@ -559,18 +449,21 @@ def full(shape, val, ctx=None, dtype='float32', out=None):
         raise ParamError('full: cannot fill an array of dtype %s with %r'
                          % (np_dtype(dtype), val)) from None
     if out is not None:
-        out[:] = host
-        return out
+        return _fill_out(out, host)
     if ctx.device_type == 'gpu':
         return NDArray(_to_device(host, ctx), ctx)
     return NDArray(host, ctx)
 
 
-def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype='float32', infer_range=False):
-    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times."""
+def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype='float32', infer_range=False,
+           out=None):
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times
+    (``out``: filled and returned instead)."""
     host = np.arange(start, stop, step, dtype=np_dtype(dtype))
     if repeat > 1:
         host = np.repeat(host, repeat)
+    if out is not None:
+        return _fill_out(out, host)
     return array(host, ctx=ctx, dtype=dtype)
 
 
@@ -600,6 +493,49 @@ def concat(*arrays, dim=1, num_args=None):
     if num_args is not None and num_args != len(arrays):
         raise ParamError('concat: num_args=%r but %d arrays were given' % (num_args, len(arrays)))
     return concatenate(list(arrays), axis=dim)
+
+
+def _axes(axes, ndim, what):
+    axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ShapeError('moveaxis: `%s` axis %r is out of range for %d dimensions'
+                             % (what, a, ndim))
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ShapeError('moveaxis: repeated axis in `%s`: %r' % (what, axes))
+    return out
+
+
+def moveaxis(tensor, source, destination):
+    """Move axes ``source`` of ``tensor`` to positions ``destination`` (MXNet ``nd.moveaxis``).
+
+    Parameters
+    ----------
+    tensor : NDArray
+    source, destination : int or sequence of int
+        Same length; negative values count from the end.
+
+    Returns
+    -------
+    NDArray
+        A new array (through the ``transpose`` operator).
+
+    Raises
+    ------
+    ShapeError
+        For an axis out of range, repeated, or lengths that differ.
+    """
+    src = _axes(source, tensor.ndim, 'source')
+    dst = _axes(destination, tensor.ndim, 'destination')
+    if len(src) != len(dst):
+        raise ShapeError('moveaxis: `source` and `destination` must have the same number '
+                         'of elements. Received: %r, %r' % (source, destination))
+    order = [i for i in range(tensor.ndim) if i not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
+    return tensor.transpose(axes=tuple(order))   # the registry's transpose, fluent
 
 
 def waitall():

@@ -1,12 +1,16 @@
 """Imperative operator functions: ``ff.nd.<Op>`` (MXNet ``mx.nd.sum``, ``mx.nd.dot``...).
 
-Every registered operator (and alias) is callable on NDArrays. A call builds
-the one-node symbol ``Op(inputs, **params)``, binds it to the given arrays
-(``grad_req='null'``), runs ``forward(is_train=False)`` and returns the
-output(s), so the imperative results are the symbolic kernels' results.
-Inputs go by position or keyword as in ``ff.sym``; as in MXNet, positional
-values after the NDArray inputs fill the params in declaration order
-(``ff.nd.clip(x, 0, 1)``). ``out=`` copies the result into an existing array.
+Every registered operator (and alias) is callable on NDArrays. A call
+validates the params (``OpDef.parse_params``), infers the output shapes and
+dtypes with the operator's own inference, allocates the outputs and calls the
+registry's forward kernel for the arrays' device directly (inference mode),
+so the imperative results are the symbolic kernels' results without building
+a Symbol or an Executor. Inputs go by position or keyword as in ``ff.sym``;
+as in MXNet, positional values after the NDArray inputs fill the params in
+declaration order (``ff.nd.clip(x, 0, 1)``). ``out=`` copies the result into
+an existing array (or list of arrays) and returns it. Random operators
+(``Dropout`` in training...) draw from the global generator that
+``ff.random.seed`` seeds.
 
 The elementwise helpers ``maximum``, ``minimum``, ``power``, ``add``,
 ``subtract``, ``multiply``, ``divide``, ``modulo``, ``equal``,
@@ -15,73 +19,126 @@ The elementwise helpers ``maximum``, ``minimum``, ``power``, ``add``,
 """
 import numpy as np
 
-from ..base import ParamError, _Null
-from .ndarray import NDArray, array
+from ..base import FFError, ParamError, ShapeError, _Null
+from ..ops.registry import OpContext
+from .. import random as _random
+from .ndarray import NDArray
 
 __all__ = ['make_function', 'maximum', 'minimum', 'power', 'add', 'subtract', 'multiply',
            'divide', 'modulo', 'equal', 'not_equal', 'greater', 'greater_equal', 'lesser',
            'lesser_equal']
 
 
-def _invoke(fname, op, args, kwargs):
-    from .. import symbol as _sym
-    out = kwargs.pop('out', None)
-    kwargs.pop('name', None)
-    arrays, sym_args, sym_kw, params = {}, [], {}, {}
-    positional_params = []
+def _split_args(fname, op, args, kwargs):
+    """``(inputs by position, NDArray keyword inputs, params)`` of one call."""
+    pos_inputs, pos_params = [], []
     for i, a in enumerate(args):
-        if isinstance(a, NDArray):
-            if positional_params:
+        if isinstance(a, NDArray) or (a is None and not pos_params):
+            if pos_params:
                 raise ParamError('%s: NDArray input at position %d follows a param value'
                                  % (fname, i))
-            vname = '_in%d' % i
-            arrays[vname] = a
-            sym_args.append(_sym.Variable(vname))
-        elif a is None and not positional_params:
-            sym_args.append(None)
+            pos_inputs.append(a)
         else:
-            positional_params.append(a)
+            pos_params.append(a)
+    kw_inputs, params = {}, {}
     for k, v in kwargs.items():
         if isinstance(v, NDArray):
-            arrays['_kw_' + k] = v
-            sym_kw[k] = _sym.Variable('_kw_' + k)
-        elif v is not _Null:
+            kw_inputs[k] = v
+        elif v is not _Null and not (k.startswith('__') and k.endswith('__')):
             params[k] = v
-    if positional_params:
+    if op.variadic and op.variadic not in params:
+        params[op.variadic] = len(pos_inputs)
+    if pos_params:
         names = [k for k in op.params._fields if not (op.variadic and k == op.variadic)]
-        if len(positional_params) > len(names):
+        if len(pos_params) > len(names):
             raise ParamError('%s: takes at most %d param values by position (%s), got %d'
-                             % (fname, len(names), ', '.join(names), len(positional_params)))
-        for k, v in zip(names, positional_params):
+                             % (fname, len(names), ', '.join(names), len(pos_params)))
+        for k, v in zip(names, pos_params):
             if k in params:
                 raise ParamError('%s: got param `%s` both by position and by keyword'
                                  % (fname, k))
             params[k] = v
-    if not arrays:
-        raise ParamError('%s: needs at least one NDArray input' % fname)
-    node = getattr(_sym, fname)(*sym_args, name='_imperative', **sym_kw, **params)
-    missing = [n for n in node.list_arguments() + node.list_auxiliary_states()
-               if n not in arrays]
+    return pos_inputs, kw_inputs, params
+
+
+def _alloc(shape, dtype, ctx):
+    if ctx.device_type == 'gpu':
+        from .ndarray import zeros
+        return zeros(shape, ctx=ctx, dtype=dtype)._data
+    return np.zeros(shape, dtype=dtype)
+
+
+def _invoke(fname, op, args, kwargs):
+    """Run operator ``op`` on NDArrays: validate, infer, allocate, call the kernel."""
+    out = kwargs.pop('out', None)
+    kwargs.pop('name', None)
+    kwargs.pop('attr', None)
+    pos_inputs, kw_inputs, params = _split_args(fname, op, args, kwargs)
+    p = op.parse_params(params)
+    arg_names = list(op.list_arguments(p))
+    in_names = arg_names + list(op.list_aux(p))
+    if len(pos_inputs) > len(in_names):
+        raise ParamError('%s: takes at most %d inputs (%s), got %d'
+                         % (fname, len(in_names), ', '.join(in_names), len(pos_inputs)))
+    inputs = pos_inputs + [None] * (len(in_names) - len(pos_inputs))
+    for k, v in kw_inputs.items():
+        if k not in in_names:
+            raise ParamError('%s: unknown input `%s`. Inputs: %s'
+                             % (fname, k, ', '.join(in_names)))
+        i = in_names.index(k)
+        if inputs[i] is not None:
+            raise ParamError('%s: input `%s` given twice' % (fname, k))
+        inputs[i] = v
+    missing = [n for n, a in zip(in_names, inputs) if a is None]
     if missing:
         raise ParamError('%s: missing NDArray input(s) %s' % (fname, missing))
-    ctx = next(iter(arrays.values())).context
-    aux = {n: arrays[n] for n in node.list_auxiliary_states()}
-    exe = node.bind(ctx, {n: arrays[n] for n in node.list_arguments()}, grad_req='null',
-                    aux_states=aux or None)
-    outs = exe.forward(is_train=False)
-    outs = [array(o.asnumpy(), ctx=ctx, dtype=o.dtype) if o._data.base is not None else o
-            for o in outs]
+    if not inputs:
+        raise ParamError('%s: needs at least one NDArray input' % fname)
+    ctx = inputs[0].context
+    for n, a in zip(in_names, inputs):
+        if a.context != ctx:
+            raise FFError('%s: input `%s` is on %s but `%s` is on %s'
+                          % (fname, n, a.context, in_names[0], ctx))
+    nargs = len(arg_names)
+    shapes = [a.shape for a in inputs]
+    got_s = op.infer_shape(p, shapes[:nargs], shapes[nargs:])
+    for n, given, inferred in zip(in_names, shapes, list(got_s[0]) + list(got_s[2])):
+        if inferred is not None and tuple(inferred) != given:
+            raise ShapeError('%s: input `%s` has shape %s; expected %s'
+                             % (fname, n, given, tuple(inferred)))
+    types = [np.dtype(a.dtype) for a in inputs]
+    got_t = op.infer_type(p, types[:nargs], types[nargs:])
+    out_shapes, out_types = list(got_s[1]), list(got_t[1])
+    if out_types and len(out_types) < len(out_shapes):  # one dtype stands for every output
+        out_types += [out_types[-1]] * (len(out_shapes) - len(out_types))
+    if any(s is None for s in out_shapes) or any(t is None for t in out_types):
+        raise ShapeError('%s: cannot infer the output shape or type from inputs %s'
+                         % (fname, shapes))
+    outs = [_alloc(s, t, ctx) for s, t in zip(out_shapes, out_types)]
+    fwd, _ = op.compute(ctx.device_type)
+    octx = OpContext(False, ctx, {}, _random.generator(), fname)
+    try:
+        fwd(octx, p, [a._data for a in inputs[:nargs]], outs, [a._data for a in inputs[nargs:]])
+    except FFError:
+        raise
+    except Exception as e:  # never leak a bare kernel traceback
+        raise FFError('%s: %s: %s' % (fname, type(e).__name__, e)) from e
+    results = [NDArray(o, ctx) for o in outs]
     if out is not None:
-        for dst, src in zip(out if isinstance(out, (list, tuple)) else [out], outs):
+        dsts = out if isinstance(out, (list, tuple)) else [out]
+        for dst, src in zip(dsts, results):
+            if dst.shape != src.shape:
+                raise ShapeError('%s: `out` has shape %s; the result has %s'
+                                 % (fname, dst.shape, src.shape))
             dst[:] = src
         return out
-    return outs[0] if len(outs) == 1 else outs
+    return results[0] if len(results) == 1 else results
 
 
 def make_function(fname):
     """The imperative ``ff.nd`` function for operator (or alias) ``fname``."""
     from ..ops.registry import get_op
-    from ..symbol.op_functions import build_doc
+    from ..ops.doc import build_doc
     op = get_op(fname)
 
     def fn(*args, **kwargs):
@@ -94,7 +151,7 @@ def make_function(fname):
 
 
 def _ufunc(lhs, rhs, array_op, scalar_op, rscalar_op, py_op):
-    from .. import symbol  # noqa: F401  (registers every operator)
+    from .. import ops  # noqa: F401  (registers every operator)
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         return make_function(array_op)(lhs, rhs)
     if isinstance(lhs, NDArray):

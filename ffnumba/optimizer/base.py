@@ -82,6 +82,10 @@ def check_nonneg(opt, field, value, allow_inf=False):
     return v
 
 
+
+class _SchedulerOwnsRate(FFError, UserWarning):
+    """``set_learning_rate`` while a scheduler owns the rate (MXNet raises UserWarning)."""
+
 class Optimizer:
     """Base class of every optimizer (MXNet ``mx.optimizer.Optimizer``).
 
@@ -179,11 +183,12 @@ class Optimizer:
         Raises
         ------
         FFError
-            If a scheduler owns the rate.
+            If a scheduler owns the rate (also a ``UserWarning``, the class MXNet
+            raises here).
         """
         if self.lr_scheduler is not None:
-            raise FFError('%s: set_learning_rate cannot change the rate while an '
-                          'lr_scheduler is defined' % type(self).__name__)
+            raise _SchedulerOwnsRate('%s: set_learning_rate cannot change the rate while an '
+                                     'lr_scheduler is defined' % type(self).__name__)
         self.lr = check_nonneg(type(self).__name__, 'learning_rate', lr)
 
     def set_lr_mult(self, args_lr_mult):

@@ -12,6 +12,9 @@ from .symbol import Symbol, make_op_symbol
 from .compose import Variable, var, Group, load, load_json
 from . import op_functions as _op_functions
 from .creation import zeros, ones, full, arange, linspace, eye
+from ._fluent import install as _install_fluent
+
+_install_fluent(Symbol)   # x.exp(), x.reshape(...): MXNet's fluent methods, from the registry
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
            'pow', 'power', 'zeros', 'ones', 'full', 'arange', 'linspace', 'eye']

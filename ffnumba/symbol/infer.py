@@ -131,23 +131,28 @@ def _run(view, values, call, merge_err):
             return values
 
 
+class ShapeTypeError(ShapeError, TypeError):
+    """A shape that is not a tuple of ints (also a ``TypeError``, as MXNet raises)."""
+
+
 def as_shape(name, value):
     """``value`` as a tuple of non-negative ints (0 marks an unknown dimension).
 
     Raises
     ------
     ShapeError
-        For a value that is not a sequence of ints, or a negative dimension.
+        For a negative dimension; :class:`ShapeTypeError` (also a ``TypeError``) for
+        a value that is not a sequence of ints.
     """
     if isinstance(value, (int, np.integer)) or not hasattr(value, '__len__') \
             or isinstance(value, (str, bytes)):
-        raise ShapeError('The shape of %s must be a tuple of ints. Received: %r'
-                         % (name, value))
+        raise ShapeTypeError('The shape of %s must be a tuple of ints. Received: %r'
+                             % (name, value))
     dims = []
     for d in value:
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-            raise ShapeError('The shape of %s must be a tuple of ints. Received: %r'
-                             % (name, value))
+            raise ShapeTypeError('The shape of %s must be a tuple of ints. Received: %r'
+                                 % (name, value))
         if d < 0:
             raise ShapeError('The shape of %s must have dimensions >= 0. Received: %r'
                              % (name, tuple(value)))
@@ -167,8 +172,46 @@ def _seed(view, known, convert, hint):
     return values
 
 
-def infer_shapes(view, known, use_hints=True):
+def _partial_hint(node):
+    """The ``__shape__`` attr as a tuple even with unknown (0) dimensions, or None."""
+    s = node.attrs.get('__shape__')
+    try:
+        val = ast.literal_eval(s) if s else None
+    except (ValueError, SyntaxError):
+        return None
+    if val is None:
+        return None
+    val = (val,) if isinstance(val, int) else tuple(int(d) for d in val)
+    return val or None
+
+
+def _merge(name, shapes):
+    """Dimension-wise merge of same-rank shapes where 0 is unknown, or None."""
+    shapes = [s for s in shapes if s is not None]
+    if not shapes or len({len(s) for s in shapes}) != 1:
+        return None
+    out = []
+    for dims in zip(*shapes):
+        known = {d for d in dims if d != 0}
+        if len(known) > 1:  # not one shared shape (a Concat...): no guess
+            return None
+        out.append(known.pop() if known else 0)
+    return tuple(out)
+
+
+def _fits(partial, full):
+    return len(partial) == len(full) and all(p in (0, f) for p, f in zip(partial, full))
+
+
+def infer_shapes(view, known, use_hints=True, partial_zeros=False):
     """Entry shapes of ``view`` given ``known``: {variable name: shape}.
+
+    With ``partial_zeros`` (``Symbol.infer_shape`` and ``infer_shape_partial``),
+    a 0 in a given shape or a ``__shape__`` hint means an unknown dimension, as
+    in MXNet: such a partial shape is completed from what the operators infer,
+    or from the other same-rank shapes at an operator
+    (``Variable('a', shape=(0, 10)) + Variable('b', shape=(12, 0))`` gives
+    ``(12, 10)``), and an entry left partial is returned with its zeros.
 
     Returns
     -------
@@ -180,7 +223,13 @@ def infer_shapes(view, known, use_hints=True):
     ShapeError
         ``Error in operator <node>: ...`` on a conflict.
     """
-    values = _seed(view, known, as_shape, shape_hint if use_hints else None)
+    values = _seed(view, known, as_shape,
+                   (_partial_hint if partial_zeros else shape_hint) if use_hints else None)
+    partial = {}
+    if partial_zeros:
+        for e, v in enumerate(values):
+            if v is not None and 0 in v:
+                partial[e], values[e] = v, None
 
     def call(node, ins, aux, outs):
         fn = node.op.infer_shape
@@ -199,7 +248,34 @@ def infer_shapes(view, known, use_hints=True):
         return tuple([None if s is None else tuple(int(d) for d in s) for s in part]
                      if part is not None else None for part in res)
 
-    return _run(view, values, call_norm, err)
+    def call_partial(node, ins, aux, outs):
+        nid = view.index[id(node)]
+        ents = view.in_entries[nid][:node.num_args]
+        res = call_norm(node, ins, aux, outs)
+        holes = [i for i, e in enumerate(ents) if ins[i] is None and e in partial]
+        new_in = list(res[0]) if res is not None and res[0] is not None else [None] * len(ins)
+        if holes and all(new_in[i] is None for i in holes):
+            merged = _merge(node.name, [partial[ents[i]] for i in holes] +
+                            [s for s in ins if s is not None])
+            if merged is not None and 0 not in merged:
+                trial = [merged if i in holes else s for i, s in enumerate(ins)]
+                try:
+                    res = call_norm(node, trial, aux, outs)
+                except FFError:
+                    res = None
+                if res is not None:
+                    res = (trial,) + tuple(res[1:])
+                    new_in = trial
+        for i in holes:
+            if new_in[i] is not None and not _fits(partial[ents[i]], new_in[i]):
+                raise err(node.name, partial[ents[i]], new_in[i])
+        return res
+
+    values = _run(view, values, call_partial if partial else call_norm, err)
+    for e, v in partial.items():
+        if values[e] is None:
+            values[e] = v
+    return values
 
 
 def infer_types(view, known, use_hints=True):
@@ -261,7 +337,9 @@ def symbol_shapes(view, args, kwargs, partial):
     :meth:`ffnumba.symbol.Symbol.infer_shape`.
     """
     known = _known(view, 'infer_shape', args, kwargs)
-    shapes = infer_shapes(view, known)
+    shapes = infer_shapes(view, known, partial_zeros=True)
+    if not partial:  # a shape with an unknown (0) dimension is unknown
+        shapes = [None if s is not None and 0 in s else s for s in shapes]
     arg_s = [shapes[view.entry_ptr[i]] for i in view.arg_nodes]
     aux_s = [shapes[view.entry_ptr[i]] for i in view.aux_nodes]
     out_s = [shapes[e] for e in view.heads]

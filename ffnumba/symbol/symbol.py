@@ -95,9 +95,11 @@ class Symbol:
 
     def get_children(self):
         """A group of the head nodes' inputs, or ``None`` when there are none."""
-        ins = []
-        for n, _ in self._outputs:
-            ins.extend(n.inputs)
+        ins, seen = [], set()
+        for n, _ in self._outputs:  # each head node once (a multi-output node too)
+            if id(n) not in seen:
+                seen.add(id(n))
+                ins.extend(n.inputs)
         return Symbol(ins) if ins else None
 
     def __len__(self):
@@ -315,7 +317,8 @@ class Symbol:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        return True
+        from ..base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, 'bool')
 
     # ------------------------------------------------------------ inference
     def infer_shape(self, *args, **kwargs):
@@ -448,8 +451,14 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
     args : sequence of Symbol
         Inputs by position (argument order, then aux).
     kwargs : dict
-        Inputs by name (Symbol values) and params (anything else; ``_Null``
-        values are skipped).
+        Inputs by name (Symbol values), attributes (``__key__`` names and
+        MXNet's hidden keys ``lr_mult``, ``wd_mult``, ``ctx_group``... stored
+        as ``__key__``; auto-created inputs inherit them, so
+        ``FullyConnected(x, num_hidden=4, lr_mult=2)`` gives its weight and
+        bias ``__lr_mult__``) and params (anything else; ``_Null`` values
+        are skipped). Values after the input symbols in ``args`` fill the
+        params in declaration order (``Dropout(x, 0.5)``); ``None`` among
+        the inputs leaves that input to be auto-created.
     name : str, optional
         Node name; default ``NameManager.current.get(None, hint)``.
     attr : dict of str, optional
@@ -467,13 +476,35 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
     ParamError
         For bad params, unknown or duplicate inputs, or too many inputs.
     """
-    sym_kw, params = {}, {}
+    from .symbol import Symbol
+    sym_kw, params, call_attrs = {}, {}, {}
     for k, v in kwargs.items():
         if isinstance(v, Symbol):
             sym_kw[k] = v
+        elif k.startswith('__') and k.endswith('__') or k in HIDDEN_KEYS:
+            if v is not _Null and v is not None:  # __layout__=, lr_mult=, ctx_group=...
+                call_attrs[normalize_key(k)] = str(v)
         elif v is not _Null:
             params[k] = v
     args = list(args)
+    values = []  # MXNet: positions past the operator's inputs fill its params in order
+    if not op.variadic:
+        in_names = _signature_inputs(op, params)
+        n_in = len(in_names)
+        values, args = args[n_in:], args[:n_in]
+        if values and any(isinstance(v, Symbol) for v in values):
+            raise ParamError('%s: takes at most %d inputs (%s), got %d'
+                             % (op.name, n_in, ', '.join(in_names), n_in + len(values)))
+    if values:
+        names = [k for k in op.params._fields if not (op.variadic and k == op.variadic)]
+        if len(values) > len(names):
+            raise ParamError('%s: takes at most %d param values by position (%s), got %d'
+                             % (op.name, len(names), ', '.join(names), len(values)))
+        for k, v in zip(names, values):
+            if k in params:
+                raise ParamError('%s: got param `%s` both by position and by keyword'
+                                 % (op.name, k))
+            params[k] = v
     if op.variadic:
         if sym_kw:
             raise ParamError('%s: inputs go by position (*data); got keyword inputs %s'
@@ -482,8 +513,11 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
             params[op.variadic] = len(args)
     p = op.parse_params(params)
     attrs = _scope_attrs(attr)
+    attrs.update(call_attrs)
     name = NameManager.current.get(name, hint or op.hint)
     in_names = list(op.list_arguments(p)) + list(op.list_aux(p))
+    while len(args) > len(in_names) and args[-1] is None:  # Convolution(x, w, None, no_bias=True)
+        args.pop()
     if len(args) > len(in_names):
         raise ParamError('%s: takes at most %d inputs (%s), got %d'
                          % (op.name, len(in_names), ', '.join(in_names), len(args)))
@@ -523,6 +557,20 @@ def make_op_symbol(op, args, kwargs, name=None, attr=None, hint=None):
     return Symbol([(node, i) for i in range(node.num_outputs())])
 
 
+def _signature_inputs(op, params):
+    """The inputs a call can give by position: the longer list of those under the
+    keyword params (``LeakyReLU(x, g, act_type='prelu')`` has two) and those under
+    the defaults (``Convolution(x, w, None, no_bias=True)`` keeps three)."""
+    from ..ops.doc import _input_names
+    default = _input_names(op)
+    try:
+        p = op.parse_params(params)
+        names = list(op.list_arguments(p)) + list(op.list_aux(p))
+    except FFError:
+        return default
+    return names if len(names) >= len(default) else default
+
+
 def _default_aux_attrs(aux_names):
     """MXNet's initial values of running statistics (zero means, unit variances)."""
     out = {}
@@ -537,40 +585,3 @@ def _default_aux_attrs(aux_names):
 def _make(opname, hint, args, **params):
     return make_op_symbol(get_op(opname), args, params, hint=hint)
 
-
-#: MXNet's fluent methods: ``x.reshape(shape=(2, -1))`` is ``ff.sym.reshape(x, shape=...)``.
-_FLUENT = ('reshape', 'reshape_like', 'zeros_like', 'ones_like', 'broadcast_axes', 'repeat', 'pad',
-           'swapaxes', 'split', 'slice', 'slice_axis', 'slice_like', 'take', 'one_hot', 'pick',
-           'sort', 'topk', 'argsort', 'argmax', 'argmin', 'clip', 'abs', 'sign', 'flatten',
-           'expand_dims', 'broadcast_to', 'broadcast_like', 'tile', 'transpose', 'flip', 'sum',
-           'nansum', 'prod', 'mean', 'max', 'min', 'norm', 'round', 'rint', 'fix', 'floor',
-           'ceil', 'trunc', 'sin', 'cos', 'tan', 'sinh', 'cosh', 'tanh', 'exp', 'expm1', 'log',
-           'log10', 'log2', 'log1p', 'sqrt', 'rsqrt', 'cbrt', 'square', 'reciprocal', 'relu',
-           'sigmoid', 'softmax', 'log_softmax', 'squeeze')
-
-
-def _fluent(opname):
-    def method(self, *args, **kwargs):
-        name = kwargs.pop('name', None)
-        attr = kwargs.pop('attr', None)
-        op = get_op(opname)
-        hint = op.hint if op.name == opname else opname.lower()
-        return make_op_symbol(op, [self] + list(args), kwargs, name=name, attr=attr, hint=hint)
-    method.__name__ = opname
-    method.__doc__ = 'Fluent form of ``ff.sym.%s(self, ...)``.' % opname
-    return method
-
-
-for _name in _FLUENT:
-    if not hasattr(Symbol, _name):
-        setattr(Symbol, _name, _fluent(_name))
-
-
-def _astype(self, dtype, **kwargs):
-    """Fluent form of ``ff.sym.Cast(self, dtype=dtype)``."""
-    name = kwargs.pop('name', None)
-    return make_op_symbol(get_op('Cast'), [self], dict(kwargs, dtype=dtype), name=name,
-                          hint='cast')
-
-
-Symbol.astype = _astype

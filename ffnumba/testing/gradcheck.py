@@ -12,49 +12,16 @@ two forward passes whatever its size. ``L`` is ``sum_i <out_i, h_i>`` for
 fixed random head gradients ``h_i``; for loss heads, whose backward ignores
 head gradients, pass ``loss=`` the scalar the head's gradient belongs to.
 """
+import numbers
+
 import numpy as np
 
 from ..base import FFError
-from ..context import cpu
 from .. import ndarray as nd
+from .mx_utils import assert_almost_equal, default_context, default_numeric_eps
 
 __all__ = ['assert_almost_equal', 'check_numeric_gradient', 'check_symbolic_forward',
            'check_symbolic_backward', 'check_consistency', 'default_context', 'bind_numpy']
-
-
-def default_context():
-    """The context tests run on (``cpu(0)``)."""
-    return cpu(0)
-
-
-def assert_almost_equal(a, b, rtol=1e-5, atol=1e-20, names=('a', 'b'), equal_nan=False):
-    """Assert ``|a - b| <= atol + rtol * |b|`` elementwise, with a useful message.
-
-    Parameters
-    ----------
-    a, b : array_like or NDArray
-    rtol, atol : float
-    names : (str, str)
-        How to call the two sides in the error.
-
-    Raises
-    ------
-    AssertionError
-        Naming the worst element, its index and both values.
-    """
-    a = np.asarray(a.asnumpy() if isinstance(a, nd.NDArray) else a, dtype=np.float64)
-    b = np.asarray(b.asnumpy() if isinstance(b, nd.NDArray) else b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise AssertionError('shape mismatch: %s %s vs %s %s' % (names[0], a.shape, names[1], b.shape))
-    if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
-        return
-    err = np.abs(a - b) - (atol + rtol * np.abs(b))
-    err = np.where(np.isnan(err), np.inf, err)
-    idx = np.unravel_index(np.argmax(err), a.shape) if a.ndim else ()
-    raise AssertionError(
-        'Items are not equal (rtol=%g, atol=%g): worst at index %s: %s=%r, %s=%r; '
-        'max abs error %g' % (rtol, atol, idx, names[0], a[idx], names[1], b[idx],
-                              float(np.nanmax(np.abs(a - b)))))
 
 
 def _as_dict(sym, values, names):
@@ -66,6 +33,13 @@ def _as_dict(sym, values, names):
     if len(values) != len(names):
         raise FFError('expected %d arrays for %s, got %d' % (len(names), names, len(values)))
     return dict(zip(names, values))
+
+
+def _as_list_in_order(sym, values):
+    """Head gradients given as a list, or as a dict by output name, in output order."""
+    if isinstance(values, dict):
+        return [values[n] for n in sym.list_outputs()]
+    return list(values)
 
 
 def _np(v):
@@ -108,8 +82,11 @@ def bind_numpy(sym, location, aux_states=None, grad_req='write', dtype=None, ctx
 
 
 def check_symbolic_forward(sym, location, expected, rtol=1e-4, atol=1e-6, aux_states=None,
-                           ctx=None, dtype=None, is_train=False):
+                           ctx=None, dtype=None, is_train=False, equal_nan=False):
     """Run ``sym`` forward and compare each output with ``expected`` (list or dict).
+
+    ``rtol``/``atol`` ``None`` take MXNet's per-dtype defaults; ``equal_nan``
+    counts NaN against NaN as equal.
 
     Returns
     -------
@@ -122,14 +99,18 @@ def check_symbolic_forward(sym, location, expected, rtol=1e-4, atol=1e-6, aux_st
     exp = _as_dict(sym, expected, sym.list_outputs())
     for name, out in zip(sym.list_outputs(), outs):
         if name in exp:
-            assert_almost_equal(out, _np(exp[name]), rtol, atol, names=(name, 'expected'))
+            assert_almost_equal(out, _np(exp[name]), rtol, atol, names=(name, 'expected'),
+                                equal_nan=equal_nan)
     return outs
 
 
 def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-4, atol=1e-6,
                             aux_states=None, grad_req='write', ctx=None, dtype=None,
-                            is_train=True):
+                            is_train=True, grad_stypes=None, equal_nan=False):
     """Run forward and backward and compare argument gradients with ``expected``.
+
+    ``grad_stypes`` is accepted for MXNet compatibility and must be dense
+    (``None`` or every value ``'default'``).
 
     ``expected`` is a dict by argument name (or a list in argument order);
     ``out_grads`` a list (or None for loss heads).
@@ -139,26 +120,38 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-4, atol=
     dict of numpy.ndarray
         The gradients by argument name.
     """
+    if grad_stypes and any(v != 'default' for v in grad_stypes.values()):
+        raise FFError('check_symbolic_backward: sparse gradients are not supported. '
+                      'Received: grad_stypes=%r' % (grad_stypes,))
     arg_names = sym.list_arguments()
     exp = _as_dict(sym, expected, arg_names)
     if isinstance(grad_req, str):
         grad_req = {n: (grad_req if n in exp else 'null') for n in arg_names}
     exe = bind_numpy(sym, location, aux_states, grad_req=grad_req, dtype=dtype, ctx=ctx)
     exe.forward(is_train=is_train)
-    if out_grads is not None:
-        out_grads = [nd.array(_np(g), ctx=exe.outputs[0].context, dtype=exe.outputs[i].dtype)
-                     for i, g in enumerate(out_grads)]
+    if out_grads is not None:  # extra head gradients are ignored, as in MXNet
+        out_grads = [nd.array(_np(g), ctx=o.context, dtype=o.dtype)
+                     for g, o in zip(_as_list_in_order(sym, out_grads), exe.outputs)]
     exe.backward(out_grads)
     got = {n: exe.grad_dict[n].asnumpy() for n in arg_names if exe.grad_dict.get(n) is not None}
     for n, v in exp.items():
-        assert_almost_equal(got[n], _np(v), rtol, atol, names=('grad of ' + n, 'expected'))
+        if n not in got:  # grad_req 'null': nothing to compare (as MXNet)
+            continue
+        assert_almost_equal(got[n], _np(v), rtol, atol, names=('grad of ' + n, 'expected'),
+                            equal_nan=equal_nan)
     return got
 
 
-def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-6, rtol=1e-4,
-                           atol=1e-6, grad_nodes=None, ctx=None, loss=None, is_train=True,
-                           seed=0):
-    """Compare backward with a float64 central-difference directional derivative.
+def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None,
+                           atol=None, grad_nodes=None, use_forward_train=None, ctx=None,
+                           grad_stype_dict=None, dtype=None, loss=None, is_train=True, seed=0):
+    """Compare backward with a central-difference directional derivative.
+
+    The check runs in float64 unless ``dtype`` names a lower precision
+    (MXNet's ``dtype=``): then the executor is bound in that dtype, the step
+    defaults to :func:`default_numeric_eps` and the tolerances to rtol 1e-2,
+    atol 1e-4 (float32) or 1e-1, 1e-2 (float16). MXNet's own default dtype is
+    float32; ffnumba's is float64, the stricter check.
 
     Parameters
     ----------
@@ -166,23 +159,41 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-6, rto
     location : dict or list
         Value of every argument (cast to float64).
     aux_states : dict or list, optional
-    numeric_eps : float, default 1e-6
-        Step along the direction.
-    rtol, atol : float
-        Tolerance on each argument's directional derivative.
+    numeric_eps : float, optional
+        Step along the direction (float64: 1e-6).
+    rtol, atol : float, optional
+        Tolerance on each argument's directional derivative (float64: 1e-4, 1e-6).
     grad_nodes : list of str, optional
         Arguments to check (default: every argument).
     loss : callable(outputs, location) -> float, optional
         The scalar a loss head differentiates (its backward ignores head
         gradients). Default: ``sum_i <out_i, h_i>`` with random ``h_i``.
-    is_train : bool, default True
-        Mode of the forward passes.
+    is_train, use_forward_train : bool, default True
+        Mode of the forward passes (``use_forward_train`` is MXNet's name).
+    grad_stype_dict : dict, optional
+        Accepted for MXNet compatibility; dense only.
+    dtype : float dtype, optional
+        See above (default float64).
 
     Raises
     ------
     AssertionError
         Naming the argument whose analytic and numeric derivatives differ.
     """
+    if use_forward_train is not None:
+        is_train = bool(use_forward_train)
+    dt = np.dtype(dtype if dtype is not None else np.float64)
+    low = {np.dtype(np.float32): (1e-2, 1e-4), np.dtype(np.float16): (1e-1, 1e-2)}
+    if dt in low:
+        rtol = low[dt][0] if rtol is None else rtol
+        atol = low[dt][1] if atol is None else atol
+        numeric_eps = default_numeric_eps()[dt] if numeric_eps is None else numeric_eps
+    elif dt != np.dtype(np.float64):
+        raise FFError('check_numeric_gradient: dtype must be float16, float32 or float64. '
+                      'Received: dtype=%s' % dt)
+    rtol = 1e-4 if rtol is None else rtol
+    atol = 1e-6 if atol is None else atol
+    numeric_eps = 1e-6 if numeric_eps is None else numeric_eps
     rng = np.random.default_rng(seed)
     arg_names = sym.list_arguments()
     loc = {n: np.asarray(_np(v), dtype=np.float64) for n, v in
@@ -190,8 +201,7 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-6, rto
     aux = {n: np.asarray(_np(v), dtype=np.float64) for n, v in
            _as_dict(sym, aux_states, sym.list_auxiliary_states()).items()}
     nodes = list(grad_nodes) if grad_nodes is not None else list(arg_names)
-    exe = bind_numpy(sym, loc, aux, grad_req={n: 'write' for n in nodes}, dtype='float64',
-                     ctx=ctx)
+    exe = bind_numpy(sym, loc, aux, grad_req={n: 'write' for n in nodes}, dtype=dt, ctx=ctx)
     exe.forward(is_train=is_train)
     heads = [rng.standard_normal(o.shape) for o in exe.outputs]
 
@@ -208,7 +218,7 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-6, rto
 
     objective(loc)
     exe.backward(None if loss is not None else
-                 [nd.array(h, ctx=exe.outputs[0].context, dtype='float64') for h in heads])
+                 [nd.array(h, ctx=exe.outputs[0].context, dtype=dt) for h in heads])
     analytic = {n: exe.grad_dict[n].asnumpy().copy() for n in nodes}
     for n in nodes:
         d = rng.standard_normal(loc[n].shape)
@@ -226,15 +236,45 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-6, rto
     objective(loc)
 
 
-def check_consistency(sym, ctx_list, location, aux_states=None, rtol=1e-4, atol=1e-5,
-                      grad_req='write', is_train=True, seed=0):
-    """Run ``sym`` on every context in ``ctx_list``; outputs and gradients must agree.
+def check_consistency(sym, ctx_list, location=None, aux_states=None, rtol=None, atol=None,
+                      grad_req='write', is_train=True, seed=0, scale=1.0, arg_params=None,
+                      aux_params=None, raise_on_err=True, ground_truth=None, equal_nan=False,
+                      use_uniform=False, rand_type=np.float64):
+    """Run ``sym`` on every entry of ``ctx_list``; outputs and gradients must agree.
+
+    Two forms:
+
+    * ffnumba's: ``ctx_list`` a list of Contexts and ``location`` the argument
+      values (dict or list); every context is compared with the first.
+    * MXNet's: ``ctx_list`` a list of dicts ``{'ctx': cpu(0), '<arg>': shape,
+      'type_dict': {'<arg>': np.float32}}``; inputs are drawn once (normal with
+      std ``scale``, or uniform with ``use_uniform``; ``arg_params`` and
+      ``aux_params`` override), every entry runs forward (training) and
+      backward with the same head gradients, and each is compared with the
+      most precise entry (or ``ground_truth``) at the looser dtype's default
+      tolerance. ``location`` given as a number is ``scale`` (MXNet's third
+      positional argument).
 
     Returns
     -------
-    list of (outputs, grads)
-        One entry per context, numpy arrays.
+    list
+        ffnumba form: ``(outputs, grads)`` per context (numpy). MXNet form:
+        the ground truth, a dict of output and gradient arrays.
+
+    Raises
+    ------
+    AssertionError
+        Naming the output or gradient and the context that differ (with
+        ``raise_on_err=False`` the MXNet form prints instead).
     """
+    if ctx_list and isinstance(ctx_list[0], dict):
+        if isinstance(location, numbers.Number):
+            scale = location
+        return _check_consistency_mx(sym, ctx_list, scale, grad_req, arg_params, aux_params,
+                                     rtol, atol, raise_on_err, ground_truth, equal_nan,
+                                     use_uniform, rand_type)
+    rtol = 1e-4 if rtol is None else rtol
+    atol = 1e-5 if atol is None else atol
     rng = np.random.default_rng(seed)
     results = []
     heads = None
@@ -256,3 +296,59 @@ def check_consistency(sym, ctx_list, location, aux_states=None, rtol=1e-4, atol=
             assert_almost_equal(grads[n], ref_grads[n], rtol, atol,
                                 names=('grad of %s on %s' % (n, ctx), 'on %s' % ctx_list[0]))
     return results
+
+
+def _check_consistency_mx(sym, ctx_list, scale, grad_req, arg_params, aux_params, rtol, atol,
+                          raise_on_err, ground_truth, equal_nan, use_uniform, rand_type):
+    syms = sym if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    exes = []
+    for s, spec in zip(syms, ctx_list):
+        spec = dict(spec)
+        ctx = spec.pop('ctx')
+        types = spec.pop('type_dict', None)
+        exes.append(s.simple_bind(ctx, grad_req=grad_req, type_dict=types, **spec))
+    first = exes[0]
+    arg_params = dict(arg_params or {})
+    aux_params = dict(aux_params or {})
+    for n, arr in first.arg_dict.items():
+        if n not in arg_params:
+            arg_params[n] = (np.random.uniform(-scale, scale, arr.shape) if use_uniform
+                             else np.random.normal(size=arr.shape, scale=scale)).astype(rand_type)
+    for n, arr in first.aux_dict.items():
+        aux_params.setdefault(n, np.zeros(arr.shape))
+    prec = [max(np.dtype(a.dtype).itemsize for a in e.arg_arrays) if e.arg_arrays else 0
+            for e in exes]
+    for e in exes:
+        for n, arr in e.arg_dict.items():
+            arr[:] = _np(arg_params[n]).astype(arr.dtype)
+        for n, arr in e.aux_dict.items():
+            arr[:] = _np(aux_params[n]).astype(arr.dtype)
+    heads = None
+    results = []
+    for e in exes:
+        e.forward(is_train=True)
+        if heads is None:
+            heads = [np.random.normal(size=o.shape) for o in e.outputs]
+        if grad_req != 'null':
+            e.backward([nd.array(h, ctx=o.context, dtype=o.dtype)
+                        for h, o in zip(heads, e.outputs)])
+        res = {'output %d' % i: o.asnumpy() for i, o in enumerate(e.outputs)}
+        res.update({'grad of ' + n: g.asnumpy() for n, g in e.grad_dict.items()
+                    if g is not None})
+        results.append(res)
+    gt_i = int(np.argmax(prec))
+    gt = ground_truth if ground_truth is not None else results[gt_i]
+    for i, res in enumerate(results):
+        if ground_truth is None and i == gt_i:
+            continue
+        for key, val in res.items():
+            if key not in gt:
+                continue
+            try:
+                assert_almost_equal(val, gt[key], rtol, atol, equal_nan=equal_nan,
+                                    names=('%s on %s' % (key, ctx_list[i]), 'ground truth'))
+            except AssertionError as err:
+                if raise_on_err:
+                    raise
+                print(err)
+    return gt

@@ -4,7 +4,7 @@ import pytest
 
 import ffnumba as ff
 import ffnumba.ndarray as nd
-from ffnumba.base import ParamError
+from ffnumba.base import ParamError, ShapeError
 
 
 A = np.array([[1., 2., 3.], [4., 5., 6.]], dtype=np.float32)
@@ -61,3 +61,38 @@ def test_imperative_calls_leave_auto_names_alone():
     with NameManager():
         nd.sum(nd.ones((2,)))
         assert ff.sym.FullyConnected(ff.sym.var('x'), num_hidden=2).name == 'fullyconnected0'
+
+
+def test_calls_run_kernels_without_building_an_executor(monkeypatch):
+    import ffnumba.symbol.symbol as symmod
+    import ffnumba.executor as exemod
+
+    def boom(*a, **k):
+        raise AssertionError('an imperative call built an executor')
+    monkeypatch.setattr(symmod.Symbol, 'bind', boom)
+    monkeypatch.setattr(exemod.Executor, '__init__', boom)
+    a = nd.array(A)
+    y = nd.FullyConnected(a, nd.ones((4, 3)), nd.zeros((4,)), num_hidden=4)
+    np.testing.assert_allclose(y.asnumpy(), np.tile(A.sum(1, keepdims=True), (1, 4)))
+    np.testing.assert_allclose(nd.sum(a, axis=1).asnumpy(), A.sum(1), rtol=1e-6)
+    parts = nd.SliceChannel(a, num_outputs=3, axis=1)
+    assert len(parts) == 3
+
+
+def test_imperative_errors_name_the_operator():
+    a = nd.array(A)
+    with pytest.raises(ParamError, match='FullyConnected'):
+        nd.FullyConnected(a, nd.ones((4, 3)), num_hidden='many', no_bias=True)
+    with pytest.raises(ShapeError, match='weight'):
+        nd.FullyConnected(a, nd.ones((4, 2)), num_hidden=4, no_bias=True)
+    with pytest.raises(ShapeError, match='out'):
+        nd.sqrt(a, out=nd.zeros((3, 3)))
+    with pytest.raises(ParamError, match='unknown input'):
+        nd.FullyConnected(a, wieght=nd.ones((4, 3)), num_hidden=4, no_bias=True)
+
+
+def test_multiple_outputs_into_out_list():
+    a = nd.array(A)
+    outs = [nd.zeros((2, 1)) for _ in range(3)]
+    assert nd.split(a, num_outputs=3, axis=1, out=outs) is outs
+    np.testing.assert_allclose(outs[2].asnumpy(), A[:, 2:3])

@@ -87,8 +87,9 @@ def test_shape_hint_attr_and_zero_dims():
     x = sym.Variable('x', shape=(2, 5))
     arg, out, _ = sym.FullyConnected(x, num_hidden=3).infer_shape()
     assert arg[0] == (2, 5) and out == [(2, 3)]
-    y = sym.Variable('y', shape=(0, 5))     # 0 means unknown: not a usable hint
-    assert sym.FullyConnected(y, num_hidden=3).infer_shape_partial()[0][0] == ()
+    y = sym.Variable('y', shape=(0, 5))     # 0 means unknown: kept partial, as MXNet
+    assert sym.FullyConnected(y, num_hidden=3).infer_shape_partial()[0][0] == (0, 5)
+    assert sym.FullyConnected(y, num_hidden=3).infer_shape(y=(0, 5)) == (None, None, None)
 
 
 def test_aux_shapes():

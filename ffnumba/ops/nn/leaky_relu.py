@@ -366,7 +366,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                   in_grads[0].reshape(-1), req[0] == 'add')
 
 
-register_op(OpDef(
+_OP = register_op(OpDef(
     name='LeakyReLU',
     float_only=True,
     arguments=_arguments,
@@ -380,3 +380,12 @@ register_op(OpDef(
     input_docs={'data': 'Input array.',
                 'gamma': 'prelu slopes, (C,) or (1,); auto-created `{name}_gamma`.'},
 ))
+
+
+def _input_attrs(p):
+    # MXNet's FSetInputVarAttrOnCompose: an auto-created prelu slope starts at 0.25
+    return {'gamma': {'__init__': '["Constant", {"value": 0.25}]'}} if p.act_type == 'prelu' \
+        else {}
+
+
+_OP.input_attrs = _input_attrs

@@ -122,12 +122,12 @@ def _mul(acc, v):
 
 @_scalar
 def _max(acc, v):
-    return acc if acc >= v else v
+    return acc if (acc >= v or acc != acc) else v  # NaN propagates, as in MXNet
 
 
 @_scalar
 def _min(acc, v):
-    return acc if acc <= v else v
+    return acc if (acc <= v or acc != acc) else v  # NaN propagates, as in MXNet
 
 
 @_scalar
