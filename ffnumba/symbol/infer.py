@@ -49,8 +49,14 @@ def fmt_inferred(shape):
     return '(%s)' % ','.join(str(d) for d in shape)
 
 
-def shape_hint(node):
-    """The ``__shape__`` attr of a variable as a tuple, or None (0 dims are unknown)."""
+def _shape_attr(node):
+    """The ``__shape__`` attr of a variable as a tuple (0 dims kept), or None when absent.
+
+    Raises
+    ------
+    ShapeError
+        When the attribute is not a tuple of ints (naming the variable).
+    """
     s = node.attrs.get('__shape__')
     if not s:
         return None
@@ -65,9 +71,15 @@ def shape_hint(node):
         raise ShapeError('Variable %s: its __shape__ attribute %r is not a shape (expected a '
                          'tuple of ints such as (2, 3); 0 marks an unknown size)'
                          % (node.name, s))
+    return tuple(val)
+
+
+def shape_hint(node):
+    """The ``__shape__`` attr of a variable as a tuple, or None (0 dims are unknown)."""
+    val = _shape_attr(node)
     if not val or any(d <= 0 for d in val):
         return None
-    return tuple(val)
+    return val
 
 
 def dtype_hint(node):
@@ -174,15 +186,7 @@ def _seed(view, known, convert, hint):
 
 def _partial_hint(node):
     """The ``__shape__`` attr as a tuple even with unknown (0) dimensions, or None."""
-    s = node.attrs.get('__shape__')
-    try:
-        val = ast.literal_eval(s) if s else None
-    except (ValueError, SyntaxError):
-        return None
-    if val is None:
-        return None
-    val = (val,) if isinstance(val, int) else tuple(int(d) for d in val)
-    return val or None
+    return _shape_attr(node) or None
 
 
 def _merge(name, shapes):
