@@ -5,8 +5,6 @@ import pytest
 import ffnumba as ff
 from ffnumba import layers as L
 
-pytest.importorskip('matplotlib', reason='plots need the viz extra (matplotlib)')
-
 
 def test_plot_history_writes_a_png_with_train_and_val_curves(tmp_path):
     rng = np.random.RandomState(0)

@@ -123,7 +123,6 @@ def test_compare_optimizer():
 
 
 def test_verify_generator_and_moment_checks():
-    pytest.importorskip('scipy')
     import scipy.stats as ss
     buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: ss.norm.ppf(q, 0, 1), 5)
     mx.random.seed(1)
