@@ -39,43 +39,43 @@ __all__ = ['UniformParam', 'NormalParam', 'MultinomialParam', 'ShuffleParam']
 _CTX_DOC = 'Context of the output (kept for MXNet compatibility; the executor decides).'
 
 
-class _DrawParam(Params):
-    shape = Field(Shape, Shape(), 'Output shape.', low=0)
-    ctx = Field(str, '', _CTX_DOC)
-    dtype = Field('dtype', 'float32', 'Output dtype (float16, float32, float64).')
-
-    def validate(self):
-        if not np.issubdtype(np_dtype(self.dtype), np.floating):
-            raise ParamError('%s: `dtype` must be a float type. Received: dtype=%s'
-                             % (self._what, self.dtype))
+def _draw_fields():
+    return dict(shape=Field(Shape, Shape(), 'Output shape.', low=0),
+                ctx=Field(str, '', _CTX_DOC),
+                dtype=Field('dtype', 'float32', 'Output dtype (float16, float32, float64).'))
 
 
-class UniformParam(_DrawParam):
-    """Parameters of ``_random_uniform``."""
-
-    _what = '_random_uniform'
-    low = Field(float, 0.0, 'Lower bound of the interval (included).')
-    high = Field(float, 1.0, 'Upper bound of the interval (excluded).')
-
-    def validate(self):
-        super().validate()
-        if not self.low <= self.high:
-            raise ParamError('_random_uniform: `low` must be <= `high`. Received: low=%s, '
-                             'high=%s' % (self.low, self.high))
+def _check_float(p):
+    if not np.issubdtype(np_dtype(p.dtype), np.floating):
+        raise ParamError('%s: `dtype` must be a float type. Received: dtype=%s'
+                         % (p._what, p.dtype))
 
 
-class NormalParam(_DrawParam):
-    """Parameters of ``_random_normal``."""
+def _validate_uniform(self):
+    _check_float(self)
+    if not self.low <= self.high:
+        raise ParamError('_random_uniform: `low` must be <= `high`. Received: low=%s, '
+                         'high=%s' % (self.low, self.high))
 
-    _what = '_random_normal'
-    loc = Field(float, 0.0, 'Mean of the distribution.')
-    scale = Field(float, 1.0, 'Standard deviation of the distribution (>= 0).')
 
-    def validate(self):
-        super().validate()
-        if not self.scale >= 0:
-            raise ParamError('_random_normal: `scale` must be >= 0. Received: scale=%s'
-                             % self.scale)
+def _validate_normal(self):
+    _check_float(self)
+    if not self.scale >= 0:
+        raise ParamError('_random_normal: `scale` must be >= 0. Received: scale=%s'
+                         % self.scale)
+
+
+# MXNet's declaration order (positional params): the distribution's, then shape, ctx, dtype
+UniformParam = type('UniformParam', (Params,), dict(
+    dict(low=Field(float, 0.0, 'Lower bound of the interval (included).'),
+         high=Field(float, 1.0, 'Upper bound of the interval (excluded).')),
+    **_draw_fields(), _what='_random_uniform', validate=_validate_uniform,
+    __doc__='Parameters of ``_random_uniform``.'))
+NormalParam = type('NormalParam', (Params,), dict(
+    dict(loc=Field(float, 0.0, 'Mean of the distribution.'),
+         scale=Field(float, 1.0, 'Standard deviation of the distribution (>= 0).')),
+    **_draw_fields(), _what='_random_normal', validate=_validate_normal,
+    __doc__='Parameters of ``_random_normal``.'))
 
 
 class MultinomialParam(Params):
@@ -170,7 +170,8 @@ def _zero_grads_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
             g.copy_to_device(np.zeros(g.shape, g.dtype))
 
 
-def _register(name, params, arguments, infer_shape, infer_type, compute, doc, input_docs=None):
+def _register(name, aliases, params, arguments, infer_shape, infer_type, compute, doc,
+              input_docs=None):
     def forward_cpu(ctx, p, inputs, outputs, aux):
         out = outputs[0]
         out[...] = compute(p, *(list(inputs) or [out.shape])).astype(out.dtype, copy=False)
@@ -181,23 +182,28 @@ def _register(name, params, arguments, infer_shape, infer_type, compute, doc, in
         out.copy_to_device(np.ascontiguousarray(compute(p, *host).astype(out.dtype)))
 
     register_op(OpDef(
-        name=name, arguments=arguments, infer_shape=infer_shape, infer_type=infer_type,
+        name=name, aliases=aliases, arguments=arguments, infer_shape=infer_shape,
+        infer_type=infer_type,
         forward={'cpu': forward_cpu, 'gpu': forward_gpu},
         backward={'cpu': _zero_grads_cpu, 'gpu': _zero_grads_gpu}, params=params,
         hint=name, doc=doc, input_docs=input_docs or {}))
 
 
-_register('_random_uniform', UniformParam, [], _draw_shape, _draw_type, _uniform,
+_register('_random_uniform', ('uniform', 'random_uniform'), UniformParam, [], _draw_shape,
+          _draw_type, _uniform,
           'Draws from the uniform distribution on [low, high) (MXNet '
           '``mx.sym.random.uniform``).\n\nOutput: `shape`, `dtype` (float32).\n')
-_register('_random_normal', NormalParam, [], _draw_shape, _draw_type, _normal,
+_register('_random_normal', ('normal', 'random_normal'), NormalParam, [], _draw_shape,
+          _draw_type, _normal,
           'Draws from the normal distribution N(loc, scale**2) (MXNet '
           '``mx.sym.random.normal``).\n\nOutput: `shape`, `dtype` (float32).\n')
-_register('_sample_multinomial', MultinomialParam, ['data'], _multi_shape, _multi_type,
+_register('_sample_multinomial', ('sample_multinomial',), MultinomialParam, ['data'],
+          _multi_shape, _multi_type,
           _multinomial,
           'Category indices drawn from the distributions on the last axis of `data` (MXNet '
           '``mx.sym.random.multinomial``).\n\nOutput: data.shape[:-1] + shape, int32.\n',
           {'data': 'Probabilities (..., K), each row summing to 1 (rows are normalised).'})
-_register('_shuffle', ShuffleParam, ['data'], _same_shape, _same_type, _shuffle,
+_register('_shuffle', ('shuffle',), ShuffleParam, ['data'], _same_shape, _same_type,
+          _shuffle,
           'A copy of `data` with its first axis randomly permuted (MXNet '
           '``mx.sym.random.shuffle``).\n', {'data': 'Any array of rank >= 1.'})

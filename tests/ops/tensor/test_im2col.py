@@ -20,8 +20,9 @@ def _np_im2col(x, kernel, stride=None, dilate=None, pad=None):
     out = np.zeros((n, c, kernel[0], kernel[1], oh, ow))
     for i in range(kernel[0]):
         for j in range(kernel[1]):
-            out[:, :, i, j] = xp[:, :, i * dilate[0]:i * dilate[0] + stride[0] * oh:stride[0],
-                                 j * dilate[1]:j * dilate[1] + stride[1] * ow:stride[1]][:, :, :oh, :ow]
+            y0, x0 = i * dilate[0], j * dilate[1]
+            out[:, :, i, j] = xp[:, :, y0:y0 + stride[0] * oh:stride[0],
+                                 x0:x0 + stride[1] * ow:stride[1]][:, :, :oh, :ow]
     return out.reshape(n, c * kernel[0] * kernel[1], oh * ow)
 
 

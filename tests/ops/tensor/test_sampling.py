@@ -125,3 +125,14 @@ def test_bad_params_raise():
         ff.sym.random.multinomial(ff.sym.Variable('p')).infer_shape(p=())
     with pytest.raises(ParamError, match='probabilities'):
         ff.sym.random.multinomial(ff.sym.Variable('p')).eval(p=ff.nd.array([0.5, -0.5]))
+
+
+def test_mxnet_aliases_and_positional_params():
+    assert ff.sym.uniform(2.0, 2.0, shape=(2,)).eval()[0].asnumpy().tolist() == [2.0, 2.0]
+    assert ff.sym.random_normal(1.0, 0.0, (3,)).eval()[0].asnumpy().tolist() == [1.0] * 3
+    s = ff.sym.shuffle(ff.sym.Variable('a'))
+    assert s.eval(a=ff.nd.array([[1.0, 2.0]]))[0].asnumpy().tolist() == [[1.0, 2.0]]
+    out = ff.nd.shuffle(ff.nd.arange(0, 6))
+    assert sorted(out.asnumpy().tolist()) == list(range(6))
+    p = ff.sym.sample_multinomial(ff.sym.Variable('p'), shape=(3,))
+    assert p.eval(p=ff.nd.array([[0.0, 1.0]]))[0].asnumpy().tolist() == [[1, 1, 1]]
