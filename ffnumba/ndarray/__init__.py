@@ -7,6 +7,7 @@ from .params_io import loads as load_frombuffer
 from .op import (maximum, minimum, power, add, subtract, multiply, divide, modulo, equal,
                  not_equal, greater, greater_equal, lesser, lesser_equal)
 from . import random
+from .legacy import onehot_encode, histogram
 from . import _mixin as _mixin_module, ndarray as _ndarray_module, params_io as _params_io
 import sys as _sys
 

@@ -24,6 +24,8 @@ rmspropalex_update weight, grad, n, g, delta        RMSProp, centered (Graves)
 ftrl_update        weight, grad, z, n               Ftrl
 signsgd_update     weight, grad                     signSGD
 signum_update      weight, grad, mom                Signum
+ftml_update        weight, grad, d, v, z            FTML (``t`` is the step count,
+                                                    ``clip_grad`` the clip bound)
 mp_sgd_update      weight, grad, weight32           SGD on the float32 master
 mp_sgd_mom_update  weight, grad, mom, weight32      SGD+momentum on the master
 =================  ===============================  ==============================
@@ -67,6 +69,8 @@ def _fields(extra):
                                          '<= 0 turns clipping off.'),
     )
     attrs.update(extra)
+    if 'clip_grad' in extra:        # ftml_update names it clip_grad (MXNet FTMLParam)
+        del attrs['clip_gradient']
     attrs['_ignored'] = ('lazy_update',)
 
     def validate(self):
@@ -105,6 +109,15 @@ UPDATE_OPS = {
     'signum_update': (sgd._SIGNUM, ['mom'], dict(_MOM, wd_lh=Field(
         float, 0.0, 'Decoupled weight decay applied to the weight.')),
         lambda p: (p.momentum, p.wd_lh), False),
+    'ftml_update': (adam._FTML, ['d', 'v', 'z'], {
+        'beta1': Field(float, 0.6, 'Decay rate of the first moment.'),
+        'beta2': Field(float, 0.999, 'Decay rate of the second moment.'),
+        'epsilon': _EPS,
+        't': Field(int, REQUIRED, 'Number of update steps so far, counting this one.'),
+        'clip_grad': Field(float, -1.0, 'Clip the rescaled gradient to [-c, c]; '
+                                        '< 0 turns clipping off.')},
+        lambda p: (p.beta1, p.beta2, p.epsilon, 1.0 - p.beta1 ** p.t,
+                   1.0 - p.beta2 ** p.t), False),
     'mp_sgd_update': (sgd._SGD, [], {}, lambda p: (), True),
     'mp_sgd_mom_update': (sgd._SGD_MOM, ['mom'], _MOM, lambda p: (p.momentum,), True),
 }
@@ -113,7 +126,8 @@ UPDATE_OPS = {
 def _hp(p, extra, dtype):
     dt = np.dtype(dtype)
     dt = np.dtype(np.float32) if dt == np.float16 else dt
-    vals = (p.lr, p.wd, p.rescale_grad, p.clip_gradient) + tuple(extra(p))
+    clip = p.clip_grad if 'clip_grad' in p._fields else p.clip_gradient
+    vals = (p.lr, p.wd, p.rescale_grad, clip) + tuple(extra(p))
     # MXNet declares every param of these ops as a C++ float: round them the same way
     return tuple(dt.type(np.float32(v)) for v in vals)
 
@@ -196,7 +210,8 @@ def _make(name, fused, states, fields, extra, mp):
             'mom': 'Momentum, updated in place.', 'mean': 'First moment, updated in place.',
             'var': 'Second moment, updated in place.', 'n': 'Squared-gradient state, in place.',
             'g': 'Gradient average, in place.', 'delta': 'Step state, in place.',
-            'z': 'FTRL z state, in place.', 'weight32': 'float32 master weight, in place.'}
+            'z': 'FTRL/FTML z state, in place.', 'd': 'FTML d state, in place.',
+            'v': 'FTML second moment, in place.', 'weight32': 'float32 master weight, in place.'}
     register_op(OpDef(
         name=name, arguments=args, infer_shape=infer_shape, infer_type=infer_type,
         forward={'cpu': forward_cpu, 'gpu': forward_gpu},

@@ -12,6 +12,8 @@ from .symbol import Symbol, make_op_symbol
 from .compose import Variable, var, Group, load, load_json
 from . import op_functions as _op_functions
 from .creation import zeros, ones, full, arange, linspace, eye
+from . import random  # noqa: F401  (mx.sym.random.uniform...)
+from .wrappers import histogram
 from ._fluent import install as _install_fluent
 
 _install_fluent(Symbol)   # x.exp(), x.reshape(...): MXNet's fluent methods, from the registry

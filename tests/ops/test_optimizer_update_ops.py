@@ -86,6 +86,17 @@ def _signum(p, weight, grad, mom):
     return (1 - p['lr'] * p.get('wd_lh', 0.0)) * weight + p['lr'] * np.sign(m)
 
 
+def _ftml(p, weight, grad, d, v, z):
+    b1, b2, t = p.get('beta1', 0.6), p.get('beta2', 0.999), p['t']
+    g = np.clip(p.get('rescale_grad', 1.0) * grad + p.get('wd', 0.0) * weight,
+                -p['clip_grad'], p['clip_grad']) if p.get('clip_grad', -1.0) >= 0 else \
+        p.get('rescale_grad', 1.0) * grad + p.get('wd', 0.0) * weight
+    v = b2 * v + (1 - b2) * g * g
+    dt = (1 - b1 ** t) / p['lr'] * (np.sqrt(v / (1 - b2 ** t)) + p.get('epsilon', 1e-8))
+    z = b1 * z + (1 - b1) * g - (dt - b1 * d) * weight
+    return -z / dt
+
+
 REFS = {
     'sgd_update': (_sgd, [dict(lr=0.1, wd=0.01), dict(lr=0.05, rescale_grad=0.5,
                                                       clip_gradient=0.3)]),
@@ -98,6 +109,8 @@ REFS = {
     'ftrl_update': (_ftrl, [dict(lr=0.1, lamda1=0.01, beta=1.0, wd=0.01)]),
     'signsgd_update': (_signsgd, [dict(lr=0.1, wd=0.01)]),
     'signum_update': (_signum, [dict(lr=0.1, momentum=0.9, wd=0.01, wd_lh=0.02)]),
+    'ftml_update': (_ftml, [dict(lr=0.01, t=3, wd=0.01, rescale_grad=0.5),
+                            dict(lr=0.02, t=1, beta1=0.7, clip_grad=0.1, epsilon=1e-6)]),
     'mp_sgd_update': (lambda p, weight, grad, weight32: _sgd(p, weight32, grad),
                       [dict(lr=0.1, wd=0.01)]),
     'mp_sgd_mom_update': (lambda p, weight, grad, mom, weight32: _sgd_mom(p, weight32, grad, mom),
@@ -112,7 +125,7 @@ class _UpdateCase(OpCase):
 
     def inputs(self, rng, p, shapes):
         v = {n: rng.uniform(-1, 1, s) for n, s in shapes.items()}
-        for n in ('n', 'var'):
+        for n in ('n', 'var', 'v'):
             if n in v:
                 v[n] = rng.uniform(0.1, 1.0, shapes[n])
         if 'g' in v and 'n' in v:          # rmspropalex: n - g^2 stays positive
@@ -180,6 +193,26 @@ def test_symbolic_use_and_param_checks():
     with pytest.raises(ParamError, match='wd'):
         get_op('sgd_update').parse_params(dict(lr=0.1, wd=float('nan')))
     get_op('sgd_update').parse_params(dict(lr=0.1, lazy_update=False))
+
+
+WANT_FTML = [[0.911634087562561, -2.0883657932281494, 0.5883659720420837],
+             [0.9505924582481384, 1.3579891920089722, 0.43002989888191223],
+             [4.409943721839227e-05, 8.999884448712692e-05, 9.024884093378205e-06],
+             [-0.8665924668312073, 2.8359782695770264, -0.2530149519443512]]
+
+
+def test_ftml_update_matches_mxnet_in_place():
+    # numbers from MXNet 1.9.1: mx.nd.ftml_update(w, g, d, v, z, out=w, lr=0.1, t=2, wd=0.01,
+    # clip_grad=0.3, rescale_grad=2.0), w=[1, -2, 0.5], g=[0.1, 0.4, -0.05], d=v=z=0
+    w, d, v, z = nd.array([1.0, -2.0, 0.5]), nd.zeros(3), nd.zeros(3), nd.zeros(3)
+    res = nd.ftml_update(w, nd.array([0.1, 0.4, -0.05]), d, v, z, out=w, lr=0.1, t=2, wd=0.01,
+                         clip_grad=0.3, rescale_grad=2.0)
+    assert res is w
+    np.testing.assert_allclose(w.asnumpy(), WANT_FTML[0], rtol=1e-5)  # float32 rounding
+    for a, want in zip((d, v, z), WANT_FTML[1:]):
+        np.testing.assert_allclose(a.asnumpy(), want, rtol=5e-5)
+    with pytest.raises(ParamError, match='t'):
+        get_op('ftml_update').parse_params(dict(lr=0.1))
 
 
 def test_float16_weight_with_float32_master():
