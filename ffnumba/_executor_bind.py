@@ -230,7 +230,7 @@ def plan_gradients(view, var_reqs):
     return need, node_bwd, keep, unreached
 
 
-def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
+def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None):
     """Allocate operator outputs, sharing the buffers of values nothing needs any more.
 
     An intermediate entry's buffer returns to a pool (keyed by shape and
@@ -239,6 +239,11 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
     by a backward, see :func:`plan_gradients`) are never returned. A node's
     outputs are taken before its inputs are released, so no kernel sees
     aliased arrays. An executor without gradients passes no ``keep``.
+
+    ``shared``: per entry, the array of the executor this one reshapes (the
+    same graph, so the same lifetimes); an output that fits in it (same
+    dtype, no more elements) is a view of it on the CPU, as MXNet's
+    ``Executor.reshape`` shares memory.
     """
     last = {}
     for nid, node in enumerate(view.nodes):
@@ -258,6 +263,11 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
             continue
         for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
             key = (shapes[e], np.dtype(types[e]).str)
+            old = shared[e] if shared is not None else None
+            if old is not None and not _is_gpu(ctx) and np.dtype(old.dtype) == key[1] \
+                    and old.size >= int(np.prod(shapes[e], dtype=np.int64)):
+                nd_of[e] = _view_of(old, shapes[e])
+                continue
             free = pool.get(key)
             nd_of[e] = free.pop() if (free and e not in heads) else \
                 _zeros(shapes[e], types[e], ctx)

@@ -40,6 +40,27 @@ _HEAD_MSG = ('Because the last operator is not Loss function, head_gradient is r
              'please modify your network and pass it through the make_loss symbol.')
 
 
+# Operators whose gradient is zero whatever the head gradient (MXNet registers
+# ``MakeZeroGradNodes`` for them): their head gradients are never read, so
+# ``backward`` ignores whatever is passed for them (any shape) or its absence.
+_CMP = ('equal', 'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal',
+        'logical_and', 'logical_or', 'logical_xor')
+_ZERO_GRAD_OPS = frozenset(
+    ['argmax', 'argmin', 'argmax_channel', 'argsort', 'shape_array', 'size_array', 'zeros_like',
+     'ones_like', 'one_hot', 'logical_not'] + ['_' + c for c in _CMP]
+    + ['_%s_scalar' % c for c in _CMP] + ['broadcast_' + c for c in _CMP])
+
+
+def _zero_gradient(node):
+    """True when ``node``'s backward never reads its head gradient."""
+    op = node.op
+    if op is None:
+        return False
+    if op.name == 'topk':
+        return getattr(node.params, 'ret_typ', 'indices') in ('indices', 'mask')
+    return op.name in _ZERO_GRAD_OPS
+
+
 class _Rec:
     """Precomputed call of one operator node."""
 
@@ -74,7 +95,7 @@ class Executor:
     """
 
     def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
-                 shared_exec=None, _inferred=None):
+                 shared_exec=None, _inferred=None, _reshaped=None):
         ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
         check_device(ctx)
         self._symbol = symbol
@@ -110,14 +131,13 @@ class Executor:
             if self._grad_req[n] != 'null' and g.shape != a.shape:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
-        self._setup(_inferred)
+        self._setup(_inferred, None if _reshaped is None else _reshaped._nd_of)
         self._monitor = None
-        self._forward_ran = False
         self._warm = set()   # passes that have run once (compile_notice)
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
-    def _setup(self, inferred=None):
+    def _setup(self, inferred=None, shared=None):
         """Plan the graph. ``inferred``: per-entry ``(shapes, types)`` that
         :func:`simple_bind` already computed for exactly these arrays (the one
         shape pass before the first batch); None infers them from the arrays."""
@@ -150,7 +170,7 @@ class Executor:
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
         need, node_bwd, keep, unreached = plan_gradients(view, self._var_req)
-        plan_memory(view, shapes, types, ctx, nd_of, keep)
+        plan_memory(view, shapes, types, ctx, nd_of, keep, shared)
         self._keep = keep
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
@@ -181,7 +201,7 @@ class Executor:
             producer = view.nodes[view.entry_node[e]]
             if not need[e]:
                 continue
-            if producer.op is not None and producer.op.is_loss:
+            if producer.op is not None and (producer.op.is_loss or _zero_gradient(producer)):
                 continue
             self._head_required.append(k)
             self._head_plan.append((k, e, contrib_req(e)))
@@ -263,15 +283,13 @@ class Executor:
                             dst._data[...] = value._data
                 else:
                     dst._set(np.asarray(value))
-        self._forward_ran = True
         self._run_pass('forward', self._fwd_plan, self._run_forward, is_train)
         return self.outputs
 
     def _run_pass(self, what, plan, run, is_train):
         """``run(is_train)``; the first time, under :func:`compile_notice.first_run`."""
         if what in self._warm:
-            run(is_train)
-            return
+            return run(is_train)
         with compile_notice.first_run([self._view.nodes[r.nid].op.name for r in plan], what):
             run(is_train)
         self._warm.add(what)
@@ -304,18 +322,20 @@ class Executor:
         ----------
         out_grads : NDArray, list or dict of NDArray, optional
             Head gradients (by output order or name). Required for every head
-            that is not a loss op.
+            that is not a loss op; ignored (whatever their shape) for the
+            outputs of operators with a zero gradient (``argmax``,
+            ``shape_array``, comparisons, ``topk`` indices, ...), as MXNet.
+
+        As MXNet, ``backward`` may run after ``forward(is_train=False)`` or
+        before any ``forward``: it reads whatever the forward buffers hold.
 
         Raises
         ------
         FFError
-            When a non-loss head has no gradient, or before any ``forward``.
+            When a head that needs one has no gradient.
         ShapeError
             For more ``out_grads`` than outputs or one of the wrong shape.
         """
-        if not self._forward_ran:
-            raise FFError('backward: call forward(is_train=True) first; the outputs it '
-                          'differentiates have not been computed yet')
         ograds = self._norm_out_grads(out_grads)
         for g in self._zero_grads:
             if _is_gpu(self._ctx):
@@ -445,8 +465,8 @@ class Executor:
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
         """A new executor for new input shapes, sharing parameter arrays with this one.
 
-        Arrays whose shape is unchanged are shared. A changed array that is
-        not larger reuses this one's memory; a larger one needs
+        Arrays whose shape is unchanged are shared. A changed array (and an
+        operator output) that is not larger reuses this one's memory; a larger one needs
         ``allow_up_sizing``. Arguments not named in ``kwargs`` may change
         shape only with ``partial_shaping``.
 
@@ -492,7 +512,8 @@ class Executor:
                 raise ShapeError('reshape: cannot infer the shape of %s' % name)
             new_aux.append(remake(name, a, s, 'aux'))
         grads = None if all(g is None for g in new_grads) else new_grads
-        return Executor(self._symbol, ctx, new_args, grads, self._grad_req, new_aux)
+        return Executor(self._symbol, ctx, new_args, grads, self._grad_req, new_aux,
+                        _reshaped=self)
 
     def debug_str(self):
         """The symbol's listing, the memory plan, and the memory it takes (MXNet's last lines).
