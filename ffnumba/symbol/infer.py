@@ -98,6 +98,7 @@ def _run(view, values, call, merge_err):
     nodes = view.nodes
     ops = [i for i, n in enumerate(nodes) if n.op is not None]
     order = ops + ops[::-1]
+    checked = set()   # nodes run once with every entry known (each is checked once)
     while True:
         changed = False
         for nid in order:
@@ -110,9 +111,12 @@ def _run(view, values, call, merge_err):
             ins = [values[e] for e in ents[:nargs]]
             aux = [values[e] for e in ents[nargs:]]
             outs = [values[e] for e in out_ents]
-            if all(v is not None for v in ins) and all(v is not None for v in aux) \
-                    and all(v is not None for v in outs):
-                continue
+            if all(v is not None for v in ins) and all(v is not None for v in aux):
+                if nid in checked:
+                    continue
+                checked.add(nid)   # inputs known: check the outputs others inferred
+                if ents:
+                    outs = [None] * nout
             try:
                 res = call(node, ins, aux, outs)
             except FFError as e:
