@@ -344,3 +344,29 @@ def _reraise(node, phase, err):
         raise new from err
     raise FFError('Error in operator %s (%s %s): %s: %s'
                   % (node.name, node.op.name, phase, type(err).__name__, msg)) from err
+
+
+def report(callback, monitor_all, node, rec, ctx, backward, in_shapes):
+    """Monitor callbacks for one node's forward (or backward), named as MXNet names them.
+
+    ``rec``: the executor's precomputed call of ``node``; ``in_shapes``: its
+    argument shapes (for zeros where a backward computes no gradient).
+    """
+    wrap = lambda a: NDArray(a, ctx)
+    if not backward:
+        for name, a in zip(rec.out_names, rec.outs):
+            callback(name, wrap(a))
+        if monitor_all:
+            names = node.arg_names() + node.aux_names()
+            for name, a in zip(names, rec.ins + rec.aux):
+                callback('%s_%s' % (node.name, name), wrap(a))
+        return
+    base = node.name + '_backward'
+    if monitor_all:
+        ins = [g for g in rec.ograds if g is not None] + rec.ins
+        for i, a in enumerate(ins):
+            callback('%s_input%d' % (base, i), wrap(a))
+    n = len(rec.igrads)
+    for i, g in enumerate(rec.igrads):
+        arr = wrap(g) if g is not None else _zeros(in_shapes[i], rec.ins[i].dtype, ctx)
+        callback(base + ('_output' if n == 1 else '_output%d' % i), arr)

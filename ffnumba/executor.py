@@ -23,7 +23,7 @@ executor its own random generator from ``ff.random.spawn()``).
 import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
+                             report, _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
                              _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
@@ -305,15 +305,10 @@ class Executor:
             if monitor is not None:
                 self._run_monitor(r)
 
-    def _run_monitor(self, r):
-        ctx = self._ctx
-        for name, a in zip(r.out_names, r.outs):
-            self._monitor(name, NDArray(a, ctx))
-        if self._monitor_all:
-            node = self._view.nodes[r.nid]
-            names = node.arg_names() + node.aux_names()
-            for name, a in zip(names, r.ins + r.aux):
-                self._monitor('%s_%s' % (node.name, name), NDArray(a, ctx))
+    def _run_monitor(self, r, backward=False):
+        node = self._view.nodes[r.nid]
+        report(self._monitor, self._monitor_all, node, r, self._ctx, backward,
+               [self._shapes[e] for e in self._view.in_entries[r.nid][:node.num_args]])
 
     def backward(self, out_grads=None, is_train=True):
         """Compute gradients into :attr:`grad_arrays` per ``grad_req``.
@@ -356,7 +351,7 @@ class Executor:
         self._run_pass('backward', self._bwd_plan, self._run_backward, is_train)
 
     def _run_backward(self, is_train):
-        gpu = _is_gpu(self._ctx)
+        gpu, monitor = _is_gpu(self._ctx), self._monitor
         for r in self._bwd_plan:
             r.ctx.is_train = is_train
             try:
@@ -368,6 +363,8 @@ class Executor:
                     dst.copy_to_device(dst.copy_to_host() + tmp.copy_to_host())
                 else:
                     dst += tmp
+            if monitor is not None:
+                self._run_monitor(r, backward=True)
 
     def _assign(self, dst, g, req):
         if _is_gpu(self._ctx):
@@ -430,7 +427,13 @@ class Executor:
     def set_monitor_callback(self, callback, monitor_all=False):
         """Call ``callback(name, NDArray)`` for every operator output after it runs.
 
-        With ``monitor_all``, the operator's inputs are reported too.
+        As MXNet: forward outputs are ``<node>_output`` (``_output<i>`` for
+        several), and after each node's backward its input gradients are
+        ``<node>_backward_output`` (``_output<i>``; zeros where no gradient
+        is requested). With ``monitor_all``, the forward inputs
+        (``<node>_<input>``) and the backward's inputs
+        (``<node>_backward_input<i>``: head gradients, then the forward
+        inputs) are reported too.
         """
         self._monitor = callback
         self._monitor_all = bool(monitor_all)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..base import FFError, ShapeError, DTypeError
 from ..dtype import code_dtype, np_dtype
-from . import _partial
+from . import infer_partial as _partial
 
 __all__ = ['infer_shapes', 'infer_types', 'symbol_shapes', 'symbol_types', 'fmt_provided',
            'fmt_inferred']
@@ -203,7 +203,7 @@ def infer_shapes(view, known, use_hints=True, partial_zeros=False):
     or from the other same-rank shapes at an operator
     (``Variable('a', shape=(0, 10)) + Variable('b', shape=(12, 0))`` gives
     ``(12, 10)``), partial shapes flow through the operators (see
-    :mod:`ffnumba.symbol._partial`), and an entry left partial is returned
+    :mod:`ffnumba.symbol.infer_partial`), and an entry left partial is returned
     with its zeros.
 
     Returns
