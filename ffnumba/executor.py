@@ -23,7 +23,7 @@ executor its own random generator from ``ff.random.spawn()``).
 import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             report, _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
+                             report, zero_gradient, _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
                              _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
@@ -38,27 +38,6 @@ __all__ = ['Executor', 'simple_bind', 'ArgumentError']
 _HEAD_MSG = ('Because the last operator is not Loss function, head_gradient is required when '
              'calling backward. If you are attempting to minimize the output as an objective, '
              'please modify your network and pass it through the make_loss symbol.')
-
-
-# Operators whose gradient is zero whatever the head gradient (MXNet registers
-# ``MakeZeroGradNodes`` for them): their head gradients are never read, so
-# ``backward`` ignores whatever is passed for them (any shape) or its absence.
-_CMP = ('equal', 'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal',
-        'logical_and', 'logical_or', 'logical_xor')
-_ZERO_GRAD_OPS = frozenset(
-    ['argmax', 'argmin', 'argmax_channel', 'argsort', 'shape_array', 'size_array', 'zeros_like',
-     'ones_like', 'one_hot', 'logical_not'] + ['_' + c for c in _CMP]
-    + ['_%s_scalar' % c for c in _CMP] + ['broadcast_' + c for c in _CMP])
-
-
-def _zero_gradient(node):
-    """True when ``node``'s backward never reads its head gradient."""
-    op = node.op
-    if op is None:
-        return False
-    if op.name == 'topk':
-        return getattr(node.params, 'ret_typ', 'indices') in ('indices', 'mask')
-    return op.name in _ZERO_GRAD_OPS
 
 
 class _Rec:
@@ -201,7 +180,7 @@ class Executor:
             producer = view.nodes[view.entry_node[e]]
             if not need[e]:
                 continue
-            if producer.op is not None and (producer.op.is_loss or _zero_gradient(producer)):
+            if producer.op is not None and (producer.op.is_loss or zero_gradient(producer)):
                 continue
             self._head_required.append(k)
             self._head_plan.append((k, e, contrib_req(e)))
@@ -562,7 +541,7 @@ class Executor:
 
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
-                shared_exec=None, shared_buffer=None, **kwargs):
+                shared_exec=None, shared_buffer=None, group2ctx=None, **kwargs):
     """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
 
     Parameters
@@ -581,6 +560,10 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
         Arrays for the other arguments, by name (gradients under
         ``'grad of ' + name``). An entry at least as large is reused as a
         view; otherwise a new array is allocated and stored in the dict.
+    group2ctx : dict of str to Context, optional
+        Model parallelism: arguments (and their gradients) of a variable
+        whose ``ctx_group`` attribute names a group are placed on its
+        context; the same device type as ``ctx`` (CPU ids, or ``ctx`` itself).
     **kwargs : tuple
         Input shapes by name (names that are not inputs are ignored, as in MXNet).
 
@@ -595,5 +578,5 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
     """
     args, grads, reqs, aux, inferred = allocate(
         symbol, ctx, grad_req=grad_req, type_dict=type_dict, shared_arg_names=shared_arg_names,
-        shared_exec=shared_exec, shared_buffer=shared_buffer, **kwargs)
+        shared_exec=shared_exec, shared_buffer=shared_buffer, group2ctx=group2ctx, **kwargs)
     return Executor(symbol, ctx, args, grads, reqs, aux, _inferred=inferred)

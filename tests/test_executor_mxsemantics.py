@@ -68,3 +68,52 @@ def test_reshape_shares_output_memory():
     np.testing.assert_array_equal(big.arg_arrays[1].asnumpy(), 1)  # weights shared
     big.forward()
     assert big.outputs[0].shape == (6, 4)
+
+
+def _two_stage_net():
+    with mx.AttrScope(ctx_group='stage1'):
+        data = mx.sym.var('data')
+        act = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=8, name='fc1'),
+                                act_type='relu')
+    with mx.AttrScope(ctx_group='stage2'):
+        out = mx.sym.FullyConnected(act, num_hidden=3, name='fc2')
+    return out
+
+
+def test_group2ctx_places_arrays_on_the_group_contexts():
+    net = _two_stage_net()
+    g2c = {'stage1': mx.cpu(1), 'stage2': mx.cpu(2)}
+    exe = net.simple_bind(mx.cpu(0), group2ctx=g2c, data=(2, 5))
+    want = {'data': 1, 'fc1_weight': 1, 'fc1_bias': 1, 'fc2_weight': 2, 'fc2_bias': 2}
+    for name, a, g in zip(net.list_arguments(), exe.arg_arrays, exe.grad_arrays):
+        assert a.context == mx.cpu(want[name]) and g.context == a.context
+    ref = net.simple_bind(mx.cpu(0), data=(2, 5))
+    for e in (exe, ref):
+        for name, a in e.arg_dict.items():
+            a[:] = np.arange(a.size).reshape(a.shape) % 7 * 0.1
+        e.forward(is_train=True)
+        e.backward(mx.nd.ones((2, 3)))
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), ref.outputs[0].asnumpy())
+    np.testing.assert_allclose(exe.grad_dict['fc1_weight'].asnumpy(),
+                               ref.grad_dict['fc1_weight'].asnumpy())
+    with pytest.raises(mx.base.FFError, match='across device types'):
+        net.simple_bind(mx.cpu(0), group2ctx={'stage1': mx.gpu(0)}, data=(2, 5))
+
+
+def test_module_group2ctxs_per_device():
+    net = _two_stage_net()
+    for g2c in ({'stage1': mx.cpu(2), 'stage2': [mx.cpu(3), mx.cpu(4)]},
+                [{'stage1': mx.cpu(2), 'stage2': mx.cpu(3)}, {'stage1': mx.cpu(4)}]):
+        mod = mx.mod.Module(net, context=[mx.cpu(0), mx.cpu(1)], label_names=None,
+                            group2ctxs=g2c)
+        mod.bind(data_shapes=[('data', (4, 5))], inputs_need_grad=True)
+        mod.init_params()
+        mod.forward(mx.io.DataBatch(data=[mx.nd.ones((4, 5))]), is_train=True)
+        mod.backward([mx.nd.ones((4, 3))])
+        assert mod.get_input_grads()[0].shape == (4, 5)
+        execs = mod._exec_group.execs
+        assert execs[0].arg_dict['fc1_weight'].context == mx.cpu(2)
+    with pytest.raises(mx.base.ParamError, match='2 contexts for 3 devices'):
+        mx.mod.Module(net, context=[mx.cpu(0)] * 3, label_names=None,
+                      group2ctxs={'stage1': [mx.cpu(1), mx.cpu(2)]}).bind(
+                          data_shapes=[('data', (3, 5))])

@@ -414,7 +414,7 @@ class Symbol:
         from ..executor import simple_bind
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            shared_arg_names=shared_arg_names, shared_exec=shared_exec,
-                           shared_buffer=shared_buffer, **kwargs)
+                           shared_buffer=shared_buffer, group2ctx=group2ctx, **kwargs)
 
     def bind(self, ctx, args, args_grad=None, grad_req='write', aux_states=None,
              group2ctx=None, shared_exec=None):
