@@ -236,7 +236,25 @@ def infer_shapes(view, known, use_hints=True, partial_zeros=False):
 
     if partial_zeros and any(v is not None and 0 in v for v in values):
         return _partial.run_partial(view, values, call, err)
-    return _run(view, values, call, err)
+    values = _run(view, values, call, err)
+    seeds = _creation_partials(view) if any(v is None for v in values) else {}
+    if seeds:  # ``ones(shape=(2, -1))``: unknown dimensions completed as partial shapes
+        for e, v in seeds.items():
+            values[e] = values[e] or v
+        values = _partial.run_partial(view, values, call, err)
+        values = [None if v is None or 0 in v else v for v in values]
+    return values
+
+
+def _creation_partials(view):
+    """``{entry: partial shape}`` of input-less nodes whose ``shape`` param has 0 or -1 dims."""
+    out = {}
+    for nid, node in enumerate(view.nodes):
+        shape = getattr(node.params, 'shape', None) if node.op is not None else None
+        if shape and not view.in_entries[nid] and isinstance(shape, tuple) \
+                and any(int(d) <= 0 for d in shape):
+            out[view.entry_ptr[nid]] = tuple(max(int(d), 0) for d in shape)
+    return out
 
 
 def infer_types(view, known, use_hints=True):

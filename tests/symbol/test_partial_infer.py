@@ -51,3 +51,15 @@ def test_every_node_is_checked_once_its_inputs_are_known():
     with pytest.raises(mx.base.ShapeError):
         net.infer_shape(x=(2, 3))
     assert (mx.sym.transpose(v) + (x + v)).infer_shape(x=(3, 3))[1] == [(3, 3)]
+
+
+def test_creation_ops_with_unknown_dimensions_take_them_from_consumers():
+    import numpy as np
+    for s1, s2 in (([2, 3], [-1, -1]), ([2, -1], [3, -1]), ([2, 0], [3, 0])):
+        net = mx.sym.ones(shape=s1) + mx.sym.transpose(mx.sym.ones(shape=s2))
+        out = net.bind(mx.cpu(), args={}).forward()[0]
+        assert out.shape == (2, 3)
+        np.testing.assert_array_equal(out.asnumpy(), 2)
+    import pytest
+    with pytest.raises(mx.base.ShapeError, match='cannot infer'):   # nothing says the size
+        (mx.sym.ones(shape=[2, -1]) + mx.sym.ones(shape=[2, -1])).bind(mx.cpu(), args={})
