@@ -267,7 +267,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None):
     ``shared``: per entry, the array of the executor this one reshapes (the
     same graph, so the same lifetimes); an output that fits in it (same
     dtype, no more elements) is a view of it on the CPU, as MXNet's
-    ``Executor.reshape`` shares memory.
+    ``Executor.reshape`` shares memory; the other outputs get their own buffers.
     """
     last = {}
     for nid, node in enumerate(view.nodes):
@@ -292,7 +292,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None):
                     and old.size >= int(np.prod(shapes[e], dtype=np.int64)):
                 nd_of[e] = _view_of(old, shapes[e])
                 continue
-            free = pool.get(key)
+            free = pool.get(key) if shared is None else None  # views only: no new aliasing
             nd_of[e] = free.pop() if (free and e not in heads) else \
                 _zeros(shapes[e], types[e], ctx)
         for e in release.get(nid, ()):

@@ -23,8 +23,8 @@ executor its own random generator from ``ff.random.spawn()``).
 import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             report, zero_gradient, _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
-                             _zeros)  # noqa: F401
+                             report, zero_gradient, _arrays, _copy_into, _host_values, _is_gpu,
+                             _reraise, _view_of, _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
