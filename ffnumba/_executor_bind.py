@@ -75,8 +75,30 @@ def _view_of(arr, shape):
     return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
 
 
+def group_contexts(view, ctx, group2ctx):
+    """Per argument and auxiliary node: its context (``group2ctx`` by ``ctx_group``).
+
+    Raises
+    ------
+    FFError
+        For a group context of another device type than ``ctx`` (or another
+        GPU): arrays on several device types in one executor are not supported.
+    """
+    out = {}
+    for nid in view.arg_nodes + view.aux_nodes:
+        group = view.nodes[nid].attrs.get('__ctx_group__')
+        c = (group2ctx or {}).get(group, ctx) if group is not None else ctx
+        c = Context(c) if not isinstance(c, Context) else c
+        if c.device_type != ctx.device_type or (_is_gpu(ctx) and c != ctx):
+            raise FFError('bind: group2ctx puts %r (ctx_group %r) on %s but the executor runs '
+                          'on %s; model parallelism across device types is not supported'
+                          % (view.nodes[nid].name, group, c, ctx))
+        out[nid] = c
+    return out
+
+
 def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
-             shared_exec=None, shared_buffer=None, **kwargs):
+             shared_exec=None, shared_buffer=None, group2ctx=None, **kwargs):
     """The arrays :func:`ffnumba.executor.simple_bind` binds, with the shapes it inferred.
 
     Parameters are those of :func:`~ffnumba.executor.simple_bind`.
@@ -121,10 +143,12 @@ def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=Non
     s_grads = shared_exec.grad_dict if shared_exec is not None else {}
     s_aux = shared_exec.aux_dict if shared_exec is not None else {}
 
+    ctx_of = group_contexts(view, ctx, group2ctx)
+
     def fits(a, shape, dtype):
         return a is not None and a.shape == shape and np.dtype(a.dtype) == dtype
 
-    def from_buffer(key, shape, dtype):
+    def from_buffer(key, shape, dtype, ctx):
         if shared_buffer is None:
             return _zeros(shape, dtype, ctx)
         old = shared_buffer.get(key)
@@ -139,7 +163,7 @@ def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=Non
     args, grads = [], []
     for nid, name in zip(view.arg_nodes, arg_names):
         e = view.entry_ptr[nid]
-        shape, dtype = shapes[e], types[e]
+        shape, dtype, ctx = shapes[e], types[e], ctx_of[nid]
         if name in shared_names and fits(s_args.get(name), shape, dtype):
             a = s_args[name]
             g = s_grads.get(name)
@@ -149,8 +173,8 @@ def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=Non
             a = _zeros(shape, dtype, ctx)
             g = _zeros(shape, dtype, ctx) if reqs[name] != 'null' else None
         else:
-            a = from_buffer(name, shape, dtype)
-            g = from_buffer('grad of ' + name, shape, dtype) if reqs[name] != 'null' else None
+            a = from_buffer(name, shape, dtype, ctx)
+            g = from_buffer('grad of ' + name, shape, dtype, ctx) if reqs[name] != 'null' else None
         args.append(a)
         grads.append(g if reqs[name] != 'null' else None)
     aux = []
@@ -158,7 +182,7 @@ def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=Non
         e = view.entry_ptr[nid]
         shape, dtype = shapes[e], types[e]
         a = s_aux.get(name)
-        aux.append(a if fits(a, shape, dtype) else _zeros(shape, dtype, ctx))
+        aux.append(a if fits(a, shape, dtype) else _zeros(shape, dtype, ctx_of[nid]))
     return args, grads, reqs, aux, (shapes, types)
 
 
@@ -230,7 +254,7 @@ def plan_gradients(view, var_reqs):
     return need, node_bwd, keep, unreached
 
 
-def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
+def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None):
     """Allocate operator outputs, sharing the buffers of values nothing needs any more.
 
     An intermediate entry's buffer returns to a pool (keyed by shape and
@@ -239,6 +263,11 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
     by a backward, see :func:`plan_gradients`) are never returned. A node's
     outputs are taken before its inputs are released, so no kernel sees
     aliased arrays. An executor without gradients passes no ``keep``.
+
+    ``shared``: per entry, the array of the executor this one reshapes (the
+    same graph, so the same lifetimes); an output that fits in it (same
+    dtype, no more elements) is a view of it on the CPU, as MXNet's
+    ``Executor.reshape`` shares memory; the other outputs get their own buffers.
     """
     last = {}
     for nid, node in enumerate(view.nodes):
@@ -258,7 +287,12 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset()):
             continue
         for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
             key = (shapes[e], np.dtype(types[e]).str)
-            free = pool.get(key)
+            old = shared[e] if shared is not None else None
+            if old is not None and not _is_gpu(ctx) and np.dtype(old.dtype) == key[1] \
+                    and old.size >= int(np.prod(shapes[e], dtype=np.int64)):
+                nd_of[e] = _view_of(old, shapes[e])
+                continue
+            free = pool.get(key) if shared is None else None  # views only: no new aliasing
             nd_of[e] = free.pop() if (free and e not in heads) else \
                 _zeros(shapes[e], types[e], ctx)
         for e in release.get(nid, ()):
@@ -334,3 +368,50 @@ def _reraise(node, phase, err):
         raise new from err
     raise FFError('Error in operator %s (%s %s): %s: %s'
                   % (node.name, node.op.name, phase, type(err).__name__, msg)) from err
+
+
+def report(callback, monitor_all, node, rec, ctx, backward, in_shapes):
+    """Monitor callbacks for one node's forward (or backward), named as MXNet names them.
+
+    ``rec``: the executor's precomputed call of ``node``; ``in_shapes``: its
+    argument shapes (for zeros where a backward computes no gradient).
+    """
+    wrap = lambda a: NDArray(a, ctx)
+    if not backward:
+        for name, a in zip(rec.out_names, rec.outs):
+            callback(name, wrap(a))
+        if monitor_all:
+            names = node.arg_names() + node.aux_names()
+            for name, a in zip(names, rec.ins + rec.aux):
+                callback('%s_%s' % (node.name, name), wrap(a))
+        return
+    base = node.name + '_backward'
+    if monitor_all:
+        ins = [g for g in rec.ograds if g is not None] + rec.ins
+        for i, a in enumerate(ins):
+            callback('%s_input%d' % (base, i), wrap(a))
+    n = len(rec.igrads)
+    for i, g in enumerate(rec.igrads):
+        arr = wrap(g) if g is not None else _zeros(in_shapes[i], rec.ins[i].dtype, ctx)
+        callback(base + ('_output' if n == 1 else '_output%d' % i), arr)
+
+
+# Operators whose gradient is zero whatever the head gradient (MXNet registers
+# ``MakeZeroGradNodes`` for them): their head gradients are never read, so
+# ``backward`` ignores whatever is passed for them (any shape) or its absence.
+_CMP = ('equal', 'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal',
+        'logical_and', 'logical_or', 'logical_xor')
+_ZERO_GRAD_OPS = frozenset(
+    ['argmax', 'argmin', 'argmax_channel', 'argsort', 'shape_array', 'size_array', 'zeros_like',
+     'ones_like', 'one_hot', 'logical_not'] + ['_' + c for c in _CMP]
+    + ['_%s_scalar' % c for c in _CMP] + ['broadcast_' + c for c in _CMP])
+
+
+def zero_gradient(node):
+    """True when ``node``'s backward never reads its head gradient."""
+    op = node.op
+    if op is None:
+        return False
+    if op.name == 'topk':
+        return getattr(node.params, 'ret_typ', 'indices') in ('indices', 'mask')
+    return op.name in _ZERO_GRAD_OPS

@@ -23,8 +23,8 @@ executor its own random generator from ``ff.random.spawn()``).
 import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             _arrays, _copy_into, _host_values, _is_gpu, _reraise, _view_of,
-                             _zeros)  # noqa: F401
+                             report, zero_gradient, _arrays, _copy_into, _host_values, _is_gpu,
+                             _reraise, _view_of, _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -74,7 +74,7 @@ class Executor:
     """
 
     def __init__(self, symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None,
-                 shared_exec=None, _inferred=None):
+                 shared_exec=None, _inferred=None, _reshaped=None):
         ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
         check_device(ctx)
         self._symbol = symbol
@@ -110,14 +110,13 @@ class Executor:
             if self._grad_req[n] != 'null' and g.shape != a.shape:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
-        self._setup(_inferred)
+        self._setup(_inferred, None if _reshaped is None else _reshaped._nd_of)
         self._monitor = None
-        self._forward_ran = False
         self._warm = set()   # passes that have run once (compile_notice)
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
-    def _setup(self, inferred=None):
+    def _setup(self, inferred=None, shared=None):
         """Plan the graph. ``inferred``: per-entry ``(shapes, types)`` that
         :func:`simple_bind` already computed for exactly these arrays (the one
         shape pass before the first batch); None infers them from the arrays."""
@@ -150,7 +149,7 @@ class Executor:
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
         need, node_bwd, keep, unreached = plan_gradients(view, self._var_req)
-        plan_memory(view, shapes, types, ctx, nd_of, keep)
+        plan_memory(view, shapes, types, ctx, nd_of, keep, shared)
         self._keep = keep
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
@@ -181,7 +180,7 @@ class Executor:
             producer = view.nodes[view.entry_node[e]]
             if not need[e]:
                 continue
-            if producer.op is not None and producer.op.is_loss:
+            if producer.op is not None and (producer.op.is_loss or zero_gradient(producer)):
                 continue
             self._head_required.append(k)
             self._head_plan.append((k, e, contrib_req(e)))
@@ -263,15 +262,13 @@ class Executor:
                             dst._data[...] = value._data
                 else:
                     dst._set(np.asarray(value))
-        self._forward_ran = True
         self._run_pass('forward', self._fwd_plan, self._run_forward, is_train)
         return self.outputs
 
     def _run_pass(self, what, plan, run, is_train):
         """``run(is_train)``; the first time, under :func:`compile_notice.first_run`."""
         if what in self._warm:
-            run(is_train)
-            return
+            return run(is_train)
         with compile_notice.first_run([self._view.nodes[r.nid].op.name for r in plan], what):
             run(is_train)
         self._warm.add(what)
@@ -287,15 +284,10 @@ class Executor:
             if monitor is not None:
                 self._run_monitor(r)
 
-    def _run_monitor(self, r):
-        ctx = self._ctx
-        for name, a in zip(r.out_names, r.outs):
-            self._monitor(name, NDArray(a, ctx))
-        if self._monitor_all:
-            node = self._view.nodes[r.nid]
-            names = node.arg_names() + node.aux_names()
-            for name, a in zip(names, r.ins + r.aux):
-                self._monitor('%s_%s' % (node.name, name), NDArray(a, ctx))
+    def _run_monitor(self, r, backward=False):
+        node = self._view.nodes[r.nid]
+        report(self._monitor, self._monitor_all, node, r, self._ctx, backward,
+               [self._shapes[e] for e in self._view.in_entries[r.nid][:node.num_args]])
 
     def backward(self, out_grads=None, is_train=True):
         """Compute gradients into :attr:`grad_arrays` per ``grad_req``.
@@ -304,18 +296,20 @@ class Executor:
         ----------
         out_grads : NDArray, list or dict of NDArray, optional
             Head gradients (by output order or name). Required for every head
-            that is not a loss op.
+            that is not a loss op; ignored (whatever their shape) for the
+            outputs of operators with a zero gradient (``argmax``,
+            ``shape_array``, comparisons, ``topk`` indices, ...), as MXNet.
+
+        As MXNet, ``backward`` may run after ``forward(is_train=False)`` or
+        before any ``forward``: it reads whatever the forward buffers hold.
 
         Raises
         ------
         FFError
-            When a non-loss head has no gradient, or before any ``forward``.
+            When a head that needs one has no gradient.
         ShapeError
             For more ``out_grads`` than outputs or one of the wrong shape.
         """
-        if not self._forward_ran:
-            raise FFError('backward: call forward(is_train=True) first; the outputs it '
-                          'differentiates have not been computed yet')
         ograds = self._norm_out_grads(out_grads)
         for g in self._zero_grads:
             if _is_gpu(self._ctx):
@@ -336,7 +330,7 @@ class Executor:
         self._run_pass('backward', self._bwd_plan, self._run_backward, is_train)
 
     def _run_backward(self, is_train):
-        gpu = _is_gpu(self._ctx)
+        gpu, monitor = _is_gpu(self._ctx), self._monitor
         for r in self._bwd_plan:
             r.ctx.is_train = is_train
             try:
@@ -348,6 +342,8 @@ class Executor:
                     dst.copy_to_device(dst.copy_to_host() + tmp.copy_to_host())
                 else:
                     dst += tmp
+            if monitor is not None:
+                self._run_monitor(r, backward=True)
 
     def _assign(self, dst, g, req):
         if _is_gpu(self._ctx):
@@ -410,7 +406,13 @@ class Executor:
     def set_monitor_callback(self, callback, monitor_all=False):
         """Call ``callback(name, NDArray)`` for every operator output after it runs.
 
-        With ``monitor_all``, the operator's inputs are reported too.
+        As MXNet: forward outputs are ``<node>_output`` (``_output<i>`` for
+        several), and after each node's backward its input gradients are
+        ``<node>_backward_output`` (``_output<i>``; zeros where no gradient
+        is requested). With ``monitor_all``, the forward inputs
+        (``<node>_<input>``) and the backward's inputs
+        (``<node>_backward_input<i>``: head gradients, then the forward
+        inputs) are reported too.
         """
         self._monitor = callback
         self._monitor_all = bool(monitor_all)
@@ -445,8 +447,8 @@ class Executor:
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
         """A new executor for new input shapes, sharing parameter arrays with this one.
 
-        Arrays whose shape is unchanged are shared. A changed array that is
-        not larger reuses this one's memory; a larger one needs
+        Arrays whose shape is unchanged are shared. A changed array (and an
+        operator output) that is not larger reuses this one's memory; a larger one needs
         ``allow_up_sizing``. Arguments not named in ``kwargs`` may change
         shape only with ``partial_shaping``.
 
@@ -492,7 +494,8 @@ class Executor:
                 raise ShapeError('reshape: cannot infer the shape of %s' % name)
             new_aux.append(remake(name, a, s, 'aux'))
         grads = None if all(g is None for g in new_grads) else new_grads
-        return Executor(self._symbol, ctx, new_args, grads, self._grad_req, new_aux)
+        return Executor(self._symbol, ctx, new_args, grads, self._grad_req, new_aux,
+                        _reshaped=self)
 
     def debug_str(self):
         """The symbol's listing, the memory plan, and the memory it takes (MXNet's last lines).
@@ -538,7 +541,7 @@ class Executor:
 
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=None,
-                shared_exec=None, shared_buffer=None, **kwargs):
+                shared_exec=None, shared_buffer=None, group2ctx=None, **kwargs):
     """Bind ``symbol`` to new zero arrays whose shapes and dtypes are inferred.
 
     Parameters
@@ -557,6 +560,10 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
         Arrays for the other arguments, by name (gradients under
         ``'grad of ' + name``). An entry at least as large is reused as a
         view; otherwise a new array is allocated and stored in the dict.
+    group2ctx : dict of str to Context, optional
+        Model parallelism: arguments (and their gradients) of a variable
+        whose ``ctx_group`` attribute names a group are placed on its
+        context; the same device type as ``ctx`` (CPU ids, or ``ctx`` itself).
     **kwargs : tuple
         Input shapes by name (names that are not inputs are ignored, as in MXNet).
 
@@ -571,5 +578,5 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=
     """
     args, grads, reqs, aux, inferred = allocate(
         symbol, ctx, grad_req=grad_req, type_dict=type_dict, shared_arg_names=shared_arg_names,
-        shared_exec=shared_exec, shared_buffer=shared_buffer, **kwargs)
+        shared_exec=shared_exec, shared_buffer=shared_buffer, group2ctx=group2ctx, **kwargs)
     return Executor(symbol, ctx, args, grads, reqs, aux, _inferred=inferred)

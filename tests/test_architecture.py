@@ -26,7 +26,7 @@ LAYERS = [
     ('jit', ['ffnumba.jit']),
     ('ops', ['ffnumba.ops', 'ffnumba.ops.*']),
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),
-    ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer']),
+    ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer', 'ffnumba.symbol.infer_partial']),
     ('executor', ['ffnumba._executor_bind', 'ffnumba.executor']),
     ('symbol', ['ffnumba.symbol', 'ffnumba.symbol.*']),
     ('training parts', ['ffnumba.initializer', 'ffnumba.lr_scheduler', 'ffnumba.metric',

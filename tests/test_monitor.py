@@ -65,3 +65,38 @@ def test_interval_must_be_positive():
 def test_bad_pattern_is_param_error():
     with pytest.raises(ff.base.ParamError, match='pattern'):
         Monitor(1, pattern='(')
+
+
+def test_monitor_reports_backward_gradients_as_mxnet():
+    x = sym.Variable('data')
+    x = sym.FullyConnected(x, num_hidden=2, name='fc_0')
+    x = sym.Activation(x, act_type='sigmoid', name='act_0')
+    x = sym.LinearRegressionOutput(x, name='softmax')
+    it = io.NDArrayIter(nd.array([[0.05, 0.10]]), nd.array([[0.01, 0.99]]), batch_size=1)
+    mod = Module(x, context=[ff.cpu()])
+    mod.bind(it.provide_data, label_shapes=it.provide_label)
+    mon = Monitor(1, stat_func=lambda a: nd.array([np.abs(a.asnumpy()).sum()]), sort=True)
+    mod.install_monitor(mon)
+    mod.init_params(arg_params={'fc_0_weight': nd.array([[.15, .20], [.25, .30]]),
+                                'fc_0_bias': nd.array([.35, .35])})
+    mon.tic()
+    mod.forward_backward(next(iter(it)))
+    res = {name: float(s) for _, name, s in mon.toc()}
+    assert sorted(res) == ['act_0_backward_output', 'act_0_output', 'data',
+                           'fc_0_backward_output0', 'fc_0_backward_output1',
+                           'fc_0_backward_output2', 'fc_0_bias', 'fc_0_output',
+                           'fc_0_weight', 'softmax_backward_output0', 'softmax_backward_output1',
+                           'softmax_label', 'softmax_output']
+    act = 1 / (1 + np.exp(-(np.array([0.05, 0.10]) @ np.array([[.15, .20], [.25, .30]]).T
+                            + 0.35)))
+    d_act = (act - [0.01, 0.99]) / 2   # LinearRegressionOutput: / outputs per sample
+    np.testing.assert_allclose(res['softmax_backward_output0'], np.abs(d_act).sum(), rtol=1e-5)
+    np.testing.assert_allclose(res['fc_0_backward_output2'],
+                               np.abs(d_act * act * (1 - act)).sum(), rtol=1e-5)
+    assert res['fc_0_backward_output0'] == 0        # no gradient requested for the data
+    mon_all = Monitor(1, pattern='.*backward_input', monitor_all=True)
+    mod.install_monitor(mon_all)
+    mon_all.tic()
+    it.reset()
+    mod.forward_backward(next(iter(it)))
+    assert {n for _, n, _ in mon_all.toc()} >= {'fc_0_backward_input0', 'act_0_backward_input0'}

@@ -173,3 +173,33 @@ def _check_loaded_params(mod, loaded):
         if name in missing:
             target = mod._arg_params if name in mod._param_names else mod._aux_params
             target[name] = nd.zeros(devs[0].shape, dtype=devs[0].dtype)
+
+
+def per_device_groups(group2ctxs, n):
+    """``group2ctxs`` as one ``{group: Context}`` (or None) per device.
+
+    Raises
+    ------
+    ParamError
+        For a list of the wrong length, or a group whose list of contexts
+        has neither one nor ``n`` entries.
+    """
+    if group2ctxs is None:
+        return [None] * n
+    if isinstance(group2ctxs, (list, tuple)):
+        if len(group2ctxs) != n:
+            raise ParamError('group2ctxs: %d dicts for %d contexts' % (len(group2ctxs), n))
+        return list(group2ctxs)
+    if not isinstance(group2ctxs, dict):
+        raise ParamError('group2ctxs must be a dict or a list of dicts. Received: %s'
+                         % type(group2ctxs).__name__)
+    out = [{} for _ in range(n)]
+    for group, ctxs in group2ctxs.items():
+        ctxs = list(ctxs) if isinstance(ctxs, (list, tuple)) else [ctxs]
+        if len(ctxs) == 1:
+            ctxs = ctxs * n
+        if len(ctxs) != n:
+            raise ParamError('group2ctxs[%r]: %d contexts for %d devices' % (group, len(ctxs), n))
+        for i, c in enumerate(ctxs):
+            out[i][group] = c
+    return out

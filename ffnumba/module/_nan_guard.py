@@ -9,7 +9,8 @@ still the last finite ones, as the poisoned gradients were never applied.
 The check is on by default. Turn it off for one module with
 ``mod.nan_check = False`` (the outputs are then copied to the host once per
 batch less), or for the process with the environment variable
-``FFNUMBA_NAN_CHECK=0``.
+``FFNUMBA_NAN_CHECK=0``. A module whose ``get_outputs`` is not implemented
+is not checked.
 """
 import os
 
@@ -58,7 +59,10 @@ def check_batch(module, batch, epoch, nbatch):
     """
     if not enabled(module):
         return
-    outputs = module.get_outputs()
+    try:
+        outputs = module.get_outputs()
+    except NotImplementedError:  # a module that has no outputs to check (MXNet's BaseModule)
+        return
     for k, out in enumerate(outputs):
         host = out.asnumpy()
         if host.dtype.kind != 'f' or np.isfinite(host).all():

@@ -11,6 +11,7 @@ import warnings
 
 from ..base import FFError, ParamError
 from ..context import Context, cpu
+from ..name import NameManager
 from .base_module import BaseModule
 from .. import checkpoint as _ckpt
 from .module import Module
@@ -71,7 +72,8 @@ class BucketingModule(BaseModule):
         self._preload = None
 
     def _call_sym_gen(self, key):
-        out = self._sym_gen(key)
+        with NameManager():   # fresh default names per call (embedding0_weight...), as MXNet
+            out = self._sym_gen(key)
         if not (isinstance(out, (tuple, list)) and len(out) == 3):
             raise FFError('BucketingModule: sym_gen(%r) must return (symbol, data_names, '
                           'label_names)' % (key,))

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..base import FFError, ShapeError, get_logger
+from ._checks import per_device_groups
 from ..blas_threads import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
 
 __all__ = ['DataParallelExecutorGroup', '_split_input_slice']
@@ -162,8 +163,11 @@ class DataParallelExecutorGroup:
     grad_req : str, list or dict, default 'write'
     state_names : list of str, optional
         Arguments that hold state (no gradient, set by the user).
-    group2ctxs : ignored
-        Accepted for MXNet compatibility (model parallelism is not supported).
+    group2ctxs : dict or list of dict, optional
+        Model parallelism (``ctx_group`` attributes to contexts): one dict
+        for all devices (a value may be a list with one context per device,
+        or a single one), or one dict per device. See
+        :func:`ffnumba.executor.simple_bind`.
 
     Notes
     -----
@@ -194,6 +198,7 @@ class DataParallelExecutorGroup:
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
         self.shared_group = shared_group
+        self.group2ctxs = per_device_groups(group2ctxs, len(self.contexts))
         if shared_group is not None:
             self.shared_data_arrays = shared_group.shared_data_arrays
         else:
@@ -284,7 +289,8 @@ class DataParallelExecutorGroup:
         shared = shared_group.execs[i] if shared_group is not None else None
         return self.symbol.simple_bind(ctx, grad_req=self.grad_req, type_dict=type_dict,
                                        shared_arg_names=self.param_names, shared_exec=shared,
-                                       shared_buffer=self.shared_data_arrays[i], **shapes)
+                                       shared_buffer=self.shared_data_arrays[i],
+                                       group2ctx=self.group2ctxs[i], **shapes)
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         """Bind (or, with ``reshape=True``, reshape) every executor."""

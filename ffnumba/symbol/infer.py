@@ -20,6 +20,7 @@ import numpy as np
 
 from ..base import FFError, ShapeError, DTypeError
 from ..dtype import code_dtype, np_dtype
+from . import infer_partial as _partial
 
 __all__ = ['infer_shapes', 'infer_types', 'symbol_shapes', 'symbol_types', 'fmt_provided',
            'fmt_inferred']
@@ -97,6 +98,7 @@ def _run(view, values, call, merge_err):
     nodes = view.nodes
     ops = [i for i, n in enumerate(nodes) if n.op is not None]
     order = ops + ops[::-1]
+    checked = set()   # nodes run once with every entry known (each is checked once)
     while True:
         changed = False
         for nid in order:
@@ -109,9 +111,12 @@ def _run(view, values, call, merge_err):
             ins = [values[e] for e in ents[:nargs]]
             aux = [values[e] for e in ents[nargs:]]
             outs = [values[e] for e in out_ents]
-            if all(v is not None for v in ins) and all(v is not None for v in aux) \
-                    and all(v is not None for v in outs):
-                continue
+            if all(v is not None for v in ins) and all(v is not None for v in aux):
+                if nid in checked:
+                    continue
+                checked.add(nid)   # inputs known: check the outputs others inferred
+                if ents:
+                    outs = [None] * nout
             try:
                 res = call(node, ins, aux, outs)
             except FFError as e:
@@ -189,24 +194,6 @@ def _partial_hint(node):
     return _shape_attr(node) or None
 
 
-def _merge(name, shapes):
-    """Dimension-wise merge of same-rank shapes where 0 is unknown, or None."""
-    shapes = [s for s in shapes if s is not None]
-    if not shapes or len({len(s) for s in shapes}) != 1:
-        return None
-    out = []
-    for dims in zip(*shapes):
-        known = {d for d in dims if d != 0}
-        if len(known) > 1:  # not one shared shape (a Concat...): no guess
-            return None
-        out.append(known.pop() if known else 0)
-    return tuple(out)
-
-
-def _fits(partial, full):
-    return len(partial) == len(full) and all(p in (0, f) for p, f in zip(partial, full))
-
-
 def infer_shapes(view, known, use_hints=True, partial_zeros=False):
     """Entry shapes of ``view`` given ``known``: {variable name: shape}.
 
@@ -215,7 +202,9 @@ def infer_shapes(view, known, use_hints=True, partial_zeros=False):
     in MXNet: such a partial shape is completed from what the operators infer,
     or from the other same-rank shapes at an operator
     (``Variable('a', shape=(0, 10)) + Variable('b', shape=(12, 0))`` gives
-    ``(12, 10)``), and an entry left partial is returned with its zeros.
+    ``(12, 10)``), partial shapes flow through the operators (see
+    :mod:`ffnumba.symbol.infer_partial`), and an entry left partial is returned
+    with its zeros.
 
     Returns
     -------
@@ -229,57 +218,43 @@ def infer_shapes(view, known, use_hints=True, partial_zeros=False):
     """
     values = _seed(view, known, as_shape,
                    (_partial_hint if partial_zeros else shape_hint) if use_hints else None)
-    partial = {}
-    if partial_zeros:
-        for e, v in enumerate(values):
-            if v is not None and 0 in v:
-                partial[e], values[e] = v, None
 
     def call(node, ins, aux, outs):
         fn = node.op.infer_shape
         if _accepts_out(fn):
-            return fn(node.params, ins, aux, out_shapes=outs)
-        return fn(node.params, ins, aux)
-
-    def err(name, cur, new):
-        return ShapeError('Error in operator %s: Shape inconsistent, Provided = %s, '
-                          'inferred shape=%s' % (name, fmt_provided(cur), fmt_inferred(new)))
-
-    def call_norm(node, ins, aux, outs):
-        res = call(node, ins, aux, outs)
+            res = fn(node.params, ins, aux, out_shapes=outs)
+        else:
+            res = fn(node.params, ins, aux)
         if res is None:
             return None
         return tuple([None if s is None else tuple(int(d) for d in s) for s in part]
                      if part is not None else None for part in res)
 
-    def call_partial(node, ins, aux, outs):
-        nid = view.index[id(node)]
-        ents = view.in_entries[nid][:node.num_args]
-        res = call_norm(node, ins, aux, outs)
-        holes = [i for i, e in enumerate(ents) if ins[i] is None and e in partial]
-        new_in = list(res[0]) if res is not None and res[0] is not None else [None] * len(ins)
-        if holes and all(new_in[i] is None for i in holes):
-            merged = _merge(node.name, [partial[ents[i]] for i in holes] +
-                            [s for s in ins if s is not None])
-            if merged is not None and 0 not in merged:
-                trial = [merged if i in holes else s for i, s in enumerate(ins)]
-                try:
-                    res = call_norm(node, trial, aux, outs)
-                except FFError:
-                    res = None
-                if res is not None:
-                    res = (trial,) + tuple(res[1:])
-                    new_in = trial
-        for i in holes:
-            if new_in[i] is not None and not _fits(partial[ents[i]], new_in[i]):
-                raise err(node.name, partial[ents[i]], new_in[i])
-        return res
+    def err(name, cur, new):
+        return ShapeError('Error in operator %s: Shape inconsistent, Provided = %s, '
+                          'inferred shape=%s' % (name, fmt_provided(cur), fmt_inferred(new)))
 
-    values = _run(view, values, call_partial if partial else call_norm, err)
-    for e, v in partial.items():
-        if values[e] is None:
-            values[e] = v
+    if partial_zeros and any(v is not None and 0 in v for v in values):
+        return _partial.run_partial(view, values, call, err)
+    values = _run(view, values, call, err)
+    seeds = _creation_partials(view) if any(v is None for v in values) else {}
+    if seeds:  # ``ones(shape=(2, -1))``: unknown dimensions completed as partial shapes
+        for e, v in seeds.items():
+            values[e] = values[e] or v
+        values = _partial.run_partial(view, values, call, err)
+        values = [None if v is None or 0 in v else v for v in values]
     return values
+
+
+def _creation_partials(view):
+    """``{entry: partial shape}`` of input-less nodes whose ``shape`` param has 0 or -1 dims."""
+    out = {}
+    for nid, node in enumerate(view.nodes):
+        shape = getattr(node.params, 'shape', None) if node.op is not None else None
+        if shape and not view.in_entries[nid] and isinstance(shape, tuple) \
+                and any(int(d) <= 0 for d in shape):
+            out[view.entry_ptr[nid]] = tuple(max(int(d), 0) for d in shape)
+    return out
 
 
 def infer_types(view, known, use_hints=True):

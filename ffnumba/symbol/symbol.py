@@ -176,6 +176,16 @@ class Symbol:
                 else:
                     node.attrs[normalize_key(k)] = v
 
+    def _gen_atomic_symbol(self):
+        """The head node's operator (same params and attributes) over fresh variables
+        named after its inputs (``data``, ``parameters``...), as MXNet's; all its outputs."""
+        node = self._outputs[0][0]
+        if node.op is None:
+            raise FFError('_gen_atomic_symbol: %s is a variable, not an operator' % node.name)
+        ins = [(Node(None, n), 0) for n in node.arg_names() + node.aux_names()]
+        head = Node(node.op, node.name, node.params, node.attrs, ins)
+        return Symbol([(head, i) for i in range(node.num_outputs())])
+
     # ------------------------------------------------------------ composition
     def __call__(self, *args, **kwargs):
         """A copy whose free inputs are replaced (by position or by name); ``name=`` renames."""
@@ -414,7 +424,7 @@ class Symbol:
         from ..executor import simple_bind
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            shared_arg_names=shared_arg_names, shared_exec=shared_exec,
-                           shared_buffer=shared_buffer, **kwargs)
+                           shared_buffer=shared_buffer, group2ctx=group2ctx, **kwargs)
 
     def bind(self, ctx, args, args_grad=None, grad_req='write', aux_states=None,
              group2ctx=None, shared_exec=None):

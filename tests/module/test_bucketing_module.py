@@ -101,3 +101,24 @@ def test_bucketing_errors():
     mod.bind([('data', (8, 8))], [('softmax_label', (8,))])
     with pytest.raises(FFError, match='not supported'):
         mod.bind([('data', (8, 8))], force_rebind=True, shared_module=mod)
+
+
+def test_sym_gen_gets_fresh_default_names_each_call():
+    import ffnumba as mx
+
+    def sym_gen(seq_len):
+        data = mx.sym.Variable('data')
+        embed = mx.sym.Embedding(data, input_dim=10, output_dim=4)   # default name
+        pred = mx.sym.FullyConnected(mx.sym.Reshape(embed, shape=(-1, 4)), num_hidden=10)
+        label = mx.sym.Reshape(mx.sym.Variable('softmax_label'), shape=(-1,))
+        return mx.sym.SoftmaxOutput(pred, label, name='softmax'), ('data',), ('softmax_label',)
+
+    mx.sym.Embedding(mx.sym.Variable('x'), input_dim=3, output_dim=2)  # bumps the global counter
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=6)
+    mod.bind([('data', (2, 6))], [('softmax_label', (2, 6))])
+    mod.init_params()
+    assert mod.symbol.list_arguments()[1] == 'embedding0_weight'
+    mod.switch_bucket(3, [('data', (2, 3))], [('softmax_label', (2, 3))])
+    assert mod.symbol.list_arguments()[1] == 'embedding0_weight'   # shared with bucket 6
+    arg, _ = mod.get_params()
+    assert sorted(arg) == ['embedding0_weight', 'fullyconnected0_bias', 'fullyconnected0_weight']

@@ -131,8 +131,7 @@ def test_forward_backward_and_update_misuse():
     for batch in (None, nd.zeros((4, 3)), io.DataBatch(None, None), io.DataBatch([], [])):
         with pytest.raises(ff.base.ParamError, match='Module.forward'):
             mod.forward(batch)
-    with pytest.raises(FFError, match=r'forward\(is_train=True\) first'):
-        mod.backward()
+    mod.backward()  # before any forward, as MXNet allows (it reads the zeroed buffers)
     with pytest.raises(FFError, match='init_optimizer'):
         mod.update()
     pred = Module(mlp())
@@ -214,3 +213,25 @@ def test_update_metric_and_iterators_are_checked():
         mod.score(5, 'acc')
     with pytest.raises(ff.base.ParamError, match='`train_data` must be a DataIter'):
         Module(mlp()).fit([1, 2], num_epoch=1)
+
+
+def test_fit_of_a_module_without_outputs_skips_the_nan_check():
+    seen = []
+
+    class Batches:
+        provide_data = provide_label = None
+
+        def reset(self):
+            pass
+
+        def __iter__(self):
+            return iter([io.DataBatch([nd.zeros((1,))], [nd.zeros((1,))]) for _ in range(3)])
+
+    mod = ff.mod.BaseModule()
+    for name in ('bind', 'init_params', 'init_optimizer', 'forward', 'backward',
+                 'update_metric'):
+        setattr(mod, name, lambda *a, **k: None)
+    mod.update = lambda: seen.append(1)
+    mod.get_params = lambda: (None, None)
+    mod.fit(Batches(), num_epoch=1)      # BaseModule.get_outputs is not implemented
+    assert len(seen) == 3

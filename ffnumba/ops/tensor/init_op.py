@@ -49,8 +49,8 @@ _DTYPE_DOC = 'Output dtype (float16, float32, float64, uint8, int8, int32, int64
 class InitParam(Params):
     """Parameters of :func:`_zeros` and :func:`_ones`."""
 
-    shape = Field(Shape, Shape(), 'Output shape; 0 marks a dimension that shape inference '
-                                  'fills from the consumer.', low=0)
+    shape = Field(Shape, Shape(), 'Output shape; 0 (or -1, as MXNet) marks a dimension that '
+                                  'shape inference fills from the consumer.', low=-1)
     ctx = Field(str, '', _CTX_DOC)
     dtype = Field('dtype', 'float32', _DTYPE_DOC)
 
@@ -103,7 +103,7 @@ class EyeParam(Params):
 
 # ------------------------------------------------------------------ inference
 def _init_shape(p, in_shapes, aux_shapes, out_shapes=None):
-    want = tuple(p.shape)
+    want = tuple(max(int(d), 0) for d in p.shape)   # -1 is unknown too
     o = out_shapes[0] if out_shapes else None
     if o is not None:
         if len(o) != len(want) or any(w and w != d for w, d in zip(want, o)):
@@ -164,7 +164,7 @@ def _check_out(ctx, p, out):
     """The inferred output shape must fit ``shape`` (0 dims are free)."""
     want = tuple(getattr(p, 'shape', ()) or ())
     got = tuple(out.shape)
-    if want and (len(want) != len(got) or any(w and w != d for w, d in zip(want, got))):
+    if want and (len(want) != len(got) or any(w > 0 and w != d for w, d in zip(want, got))):
         raise ShapeError('Error in operator %s: Shape inconsistent: the consumer needs %s, '
                          'shape=%s (0 marks an unknown dimension)' % (ctx.node_name, got, want))
 
