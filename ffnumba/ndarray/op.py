@@ -15,8 +15,10 @@ an existing array (or list of arrays) and returns it. Random operators
 The elementwise helpers ``maximum``, ``minimum``, ``power``, ``add``,
 ``subtract``, ``multiply``, ``divide``, ``modulo``, ``equal``,
 ``not_equal``, ``greater``, ``greater_equal``, ``lesser`` and
-``lesser_equal`` take two NDArrays (broadcast) or an NDArray and a number.
+``lesser_equal``, ``hypot`` take two NDArrays (broadcast) or an NDArray and a number.
 """
+import math
+
 import numpy as np
 
 from ..base import FFError, ParamError, ShapeError, _Null
@@ -26,7 +28,7 @@ from .ndarray import NDArray
 
 __all__ = ['make_function', 'maximum', 'minimum', 'power', 'add', 'subtract', 'multiply',
            'divide', 'modulo', 'equal', 'not_equal', 'greater', 'greater_equal', 'lesser',
-           'lesser_equal']
+           'lesser_equal', 'hypot']
 
 
 def _split_args(fname, op, args, kwargs):
@@ -61,6 +63,19 @@ def _split_args(fname, op, args, kwargs):
     return pos_inputs, kw_inputs, params
 
 
+def _parse_ctx(fname, text):
+    """The Context named by ``text`` (``'cpu(0)'``, ``'gpu'``), or the current one."""
+    from ..context import Context, current_context
+    if not text:
+        return current_context()
+    name, _, rest = text.partition('(')
+    try:
+        return Context(name.strip(), int(rest.rstrip(')') or 0))
+    except (ValueError, FFError) as e:
+        raise ParamError('%s: `ctx` must be a Context or a string such as cpu(0). '
+                         'Received: ctx=%r' % (fname, text)) from e
+
+
 def _alloc(shape, dtype, ctx):
     if ctx.device_type == 'gpu':
         from .ndarray import zeros
@@ -73,6 +88,9 @@ def _invoke(fname, op, args, kwargs):
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)
     kwargs.pop('attr', None)
+    ctx = kwargs.pop('ctx', None)
+    if 'ctx' in op.params._fields and ctx is not None:
+        kwargs['ctx'] = str(ctx)
     pos_inputs, kw_inputs, params = _split_args(fname, op, args, kwargs)
     p = op.parse_params(params)
     arg_names = list(op.list_arguments(p))
@@ -92,9 +110,10 @@ def _invoke(fname, op, args, kwargs):
     missing = [n for n, a in zip(in_names, inputs) if a is None]
     if missing:
         raise ParamError('%s: missing NDArray input(s) %s' % (fname, missing))
-    if not inputs:
-        raise ParamError('%s: needs at least one NDArray input' % fname)
-    ctx = inputs[0].context
+    if inputs:
+        ctx = inputs[0].context
+    elif ctx is None or isinstance(ctx, str):  # a creation op: MXNet's ``ctx=`` argument
+        ctx = _parse_ctx(fname, ctx)
     for n, a in zip(in_names, inputs):
         if a.context != ctx:
             raise FFError('%s: input `%s` is on %s but `%s` is on %s'
@@ -200,3 +219,5 @@ lesser = _helper('lesser', 'broadcast_lesser', '_lesser_scalar', '_greater_scala
 lesser_equal = _helper('lesser_equal', 'broadcast_lesser_equal', '_lesser_equal_scalar',
                        '_greater_equal_scalar', lambda a, b: float(a <= b),
                        '``lhs <= rhs`` as 1/0')
+hypot = _helper('hypot', 'broadcast_hypot', '_hypot_scalar', '_hypot_scalar',
+                math.hypot, '``sqrt(lhs^2 + rhs^2)``')

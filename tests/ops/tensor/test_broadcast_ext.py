@@ -91,3 +91,28 @@ def test_hypot_alias_and_origin_gradient():
     assert s.tojson().count('"_hypot"') == 1
     check_symbolic_backward(s, {'a': np.array([3., 0]), 'b': np.array([4., 0])},
                             [np.ones(2)], {'a': np.array([0.6, 0]), 'b': np.array([0.8, 0])})
+
+
+class TestHypotScalar(OpCase):
+    op = '_hypot_scalar'
+    params = [dict(scalar=3.0), dict(scalar=-0.5)]
+    shapes = [dict(data=(2, 3)), dict(data=(4,))]
+
+    def reference(self, p, data):
+        return [np.hypot(data, p['scalar'])]
+
+
+def test_hypot_with_a_number_matches_mxnet():
+    # MXNet 1.9.1: mx.sym.hypot(x, 3) is _hypot_scalar; nd.hypot broadcasts two arrays
+    import ffnumba as mx
+    a = sym.Variable('a')
+    for s in (sym.hypot(a, 3), sym.hypot(3, a)):
+        assert s.tojson().count('"_hypot_scalar"') == 1
+        check_symbolic_forward(s, {'a': np.array([4., 0])}, [np.array([5., 3])])
+        check_symbolic_backward(s, {'a': np.array([4., 0])}, [np.ones(2)],
+                                {'a': np.array([0.8, 0])})
+    out = mx.nd.hypot(mx.nd.array([[3.], [6.]]), mx.nd.array([4., 8.]))
+    np.testing.assert_allclose(out.asnumpy(), [[5, np.hypot(3, 8)], [np.hypot(6, 4), 10]],
+                               rtol=1e-6)
+    assert mx.nd.hypot(mx.nd.array([4.]), 3).asnumpy()[0] == 5
+    assert sym.hypot(3, 4) == 5
