@@ -5,8 +5,8 @@ Math
 ======================  =====================================  ===========================
 op                      out = f(l, r)                          (d out/d l, d out/d r)
 ======================  =====================================  ===========================
-broadcast_mod           l - r floor(l / r)  (sign of r;        (1, -floor(l / r))
-                        0 where r == 0)
+broadcast_mod           l - r floor(l / r)  (sign of r;        (1, -floor(l / r));
+                        0 where r == 0)                        integers: (0, 0)
 broadcast_hypot         sqrt(l^2 + r^2)                        (l / out, r / out)
 _hypot (hypot)          same, operands of one shape            (l / out, r / out)
 _hypot_scalar           sqrt(x^2 + scalar^2)                   x / out
@@ -38,7 +38,7 @@ from ..broadcast_templates import make_binary_broadcast
 from ..registry import OpDef, register_op
 from ..templates import make_binary, make_unary
 from .broadcast import _infer_shape as _broadcast_shape
-from .elemwise import ScalarParam, _binary_shape, _fmod_py, _mod_dr, _one2, _unary_shape, _zero2
+from .elemwise import ScalarParam, _binary_shape, _fmod_py, _mod_dl, _mod_dr, _unary_shape, _zero2
 
 __all__ = ['BROADCAST_EXT']
 
@@ -90,7 +90,7 @@ def _lxor(x, y):
 
 #: name -> (f, d/dlhs, d/drhs, aliases, one-line summary).
 BROADCAST_EXT = {
-    'broadcast_mod': (_fmod_py, _one2, _mod_dr, (),
+    'broadcast_mod': (_fmod_py, _mod_dl, _mod_dr, (),
                       'Modulo with broadcasting; the result has the sign of rhs.'),
     'broadcast_hypot': (_hypot, _hypot_dl, _hypot_dr, (),
                         'sqrt(lhs^2 + rhs^2) with broadcasting.'),
