@@ -40,3 +40,10 @@ def test_tostype_default_copies():
     assert x.asnumpy()[0] == 1.0 and y.stype == 'default'
     with pytest.raises(FFError):
         x.tostype('csr')
+
+
+def test_min_max_of_zero_size_array_raise_ffnumba_error():
+    a = mx.nd.zeros((5, 0))
+    for fn in (a.min, a.max):
+        with pytest.raises(FFError, match='zero-size'):
+            fn()
