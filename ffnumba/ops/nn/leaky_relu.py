@@ -149,8 +149,9 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
         elif len(ins[1]) >= 2:
             g = tuple(ins[1])
             if len(g) > len(data) or any(a not in (1, b) for a, b in zip(g, data)):
-                raise ShapeError('LeakyReLU: prelu `gamma` of shape %s does not broadcast '
-                                 'against the leading axes of data %s' % (g, tuple(data)))
+                raise ShapeError('Shape inconsistent for input `gamma`, Provided = %s, '
+                                 'inferred shape=(%d,) (or a shape that broadcasts against '
+                                 'the leading axes of data %s)' % (list(g), data[1], tuple(data)))
         elif tuple(ins[1]) != (1,):
             shape_assign(ins, 1, (data[1],), 'gamma')
     outs = [data] * len(_outputs(p))
