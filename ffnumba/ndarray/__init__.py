@@ -5,7 +5,8 @@ from .ndarray import (NDArray, array, zeros, ones, empty, full, arange, concat, 
 from .params_io import save, load, dumps, loads
 from .params_io import loads as load_frombuffer
 from .op import (maximum, minimum, power, add, subtract, multiply, divide, modulo, equal,
-                 not_equal, greater, greater_equal, lesser, lesser_equal)
+                 not_equal, greater, greater_equal, lesser, lesser_equal, hypot,
+                 logical_and, logical_or, logical_xor)
 from . import random
 from .legacy import onehot_encode, histogram
 from . import _mixin as _mixin_module, ndarray as _ndarray_module, params_io as _params_io

@@ -335,7 +335,11 @@ class NDArrayMixin:
                 keep = {a % self.ndim for a in axes}
                 axis = tuple(i for i in range(self.ndim) if i not in keep)
         kw = {} if keepdims is None else {'keepdims': keepdims}
-        r = np.asarray(fn(self.asnumpy(), axis=axis, **kw))
+        try:
+            r = np.asarray(fn(self.asnumpy(), axis=axis, **kw))
+        except ValueError as e:   # min/max of a zero-size array
+            raise ShapeError('%s: cannot reduce an array of shape %s over axis %r (%s)'
+                             % (what, self.shape, axis, e)) from None
         res = array(r.reshape(1) if r.ndim == 0 else r, ctx=self._ctx, dtype=self._data.dtype)
         if out is not None:
             out[:] = res

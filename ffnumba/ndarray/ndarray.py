@@ -124,6 +124,19 @@ class NDArray(NDArrayMixin):
             return self
         return array(self.asnumpy().astype(dt), ctx=self._ctx, dtype=dt)
 
+    def tostype(self, stype):
+        """A copy in storage type ``stype``; only ``'default'`` (dense) exists here.
+
+        Raises
+        ------
+        FFError
+            For ``'row_sparse'``/``'csr'`` (sparse storage is outside ffnumba).
+        """
+        if stype != 'default':
+            raise FFError("tostype: storage type %r is not supported; ffnumba has only "
+                          "dense ('default') arrays" % (stype,))
+        return self.copy()
+
     def copy(self):
         """A deep copy on the same context.
 

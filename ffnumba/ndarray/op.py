@@ -15,8 +15,10 @@ an existing array (or list of arrays) and returns it. Random operators
 The elementwise helpers ``maximum``, ``minimum``, ``power``, ``add``,
 ``subtract``, ``multiply``, ``divide``, ``modulo``, ``equal``,
 ``not_equal``, ``greater``, ``greater_equal``, ``lesser`` and
-``lesser_equal`` take two NDArrays (broadcast) or an NDArray and a number.
+``lesser_equal``, ``hypot``, ``logical_and``, ``logical_or``, ``logical_xor`` take two NDArrays (broadcast) or an NDArray and a number.
 """
+import math
+
 import numpy as np
 
 from ..base import FFError, ParamError, ShapeError, _Null
@@ -26,7 +28,7 @@ from .ndarray import NDArray
 
 __all__ = ['make_function', 'maximum', 'minimum', 'power', 'add', 'subtract', 'multiply',
            'divide', 'modulo', 'equal', 'not_equal', 'greater', 'greater_equal', 'lesser',
-           'lesser_equal']
+           'lesser_equal', 'hypot', 'logical_and', 'logical_or', 'logical_xor']
 
 
 def _split_args(fname, op, args, kwargs):
@@ -61,6 +63,19 @@ def _split_args(fname, op, args, kwargs):
     return pos_inputs, kw_inputs, params
 
 
+def _parse_ctx(fname, text):
+    """The Context named by ``text`` (``'cpu(0)'``, ``'gpu'``), or the current one."""
+    from ..context import Context, current_context
+    if not text:
+        return current_context()
+    name, _, rest = text.partition('(')
+    try:
+        return Context(name.strip(), int(rest.rstrip(')') or 0))
+    except (ValueError, FFError) as e:
+        raise ParamError('%s: `ctx` must be a Context or a string such as cpu(0). '
+                         'Received: ctx=%r' % (fname, text)) from e
+
+
 def _alloc(shape, dtype, ctx):
     if ctx.device_type == 'gpu':
         from .ndarray import zeros
@@ -73,6 +88,9 @@ def _invoke(fname, op, args, kwargs):
     out = kwargs.pop('out', None)
     kwargs.pop('name', None)
     kwargs.pop('attr', None)
+    ctx = kwargs.pop('ctx', None)
+    if 'ctx' in op.params._fields and ctx is not None:
+        kwargs['ctx'] = str(ctx)
     pos_inputs, kw_inputs, params = _split_args(fname, op, args, kwargs)
     p = op.parse_params(params)
     arg_names = list(op.list_arguments(p))
@@ -92,9 +110,10 @@ def _invoke(fname, op, args, kwargs):
     missing = [n for n, a in zip(in_names, inputs) if a is None]
     if missing:
         raise ParamError('%s: missing NDArray input(s) %s' % (fname, missing))
-    if not inputs:
-        raise ParamError('%s: needs at least one NDArray input' % fname)
-    ctx = inputs[0].context
+    if inputs:
+        ctx = inputs[0].context
+    elif ctx is None or isinstance(ctx, str):  # a creation op: MXNet's ``ctx=`` argument
+        ctx = _parse_ctx(fname, ctx)
     for n, a in zip(in_names, inputs):
         if a.context != ctx:
             raise FFError('%s: input `%s` is on %s but `%s` is on %s'
@@ -184,8 +203,8 @@ multiply = _helper('multiply', 'broadcast_mul', '_mul_scalar', '_mul_scalar',
                    lambda a, b: a * b, 'Product')
 divide = _helper('divide', 'broadcast_div', '_div_scalar', '_rdiv_scalar',
                  lambda a, b: a / b, 'Quotient')
-modulo = _helper('modulo', '_mod', '_mod_scalar', '_rmod_scalar',
-                 lambda a, b: a % b, "Remainder (two arrays: same shape)")
+modulo = _helper('modulo', 'broadcast_mod', '_mod_scalar', '_rmod_scalar',
+                 lambda a, b: a % b, "Remainder (sign of rhs)")
 equal = _helper('equal', 'broadcast_equal', '_equal_scalar', '_equal_scalar',
                 lambda a, b: float(a == b), '``lhs == rhs`` as 1/0')
 not_equal = _helper('not_equal', 'broadcast_not_equal', '_not_equal_scalar',
@@ -200,3 +219,30 @@ lesser = _helper('lesser', 'broadcast_lesser', '_lesser_scalar', '_greater_scala
 lesser_equal = _helper('lesser_equal', 'broadcast_lesser_equal', '_lesser_equal_scalar',
                        '_greater_equal_scalar', lambda a, b: float(a <= b),
                        '``lhs <= rhs`` as 1/0')
+hypot = _helper('hypot', 'broadcast_hypot', '_hypot_scalar', '_hypot_scalar',
+                math.hypot, '``sqrt(lhs^2 + rhs^2)``')
+
+
+def _logical(fname, what):
+    def fn(lhs, rhs):
+        from .. import ops  # noqa: F401  (registers every operator)
+        if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):
+            return float(py[fname](lhs, rhs))
+        like = lhs if isinstance(lhs, NDArray) else rhs
+        # a number operand becomes a broadcast array of ones-shape
+        as_nd = [v if isinstance(v, NDArray) else
+                 NDArray(np.full((1,) * like.ndim, v, dtype=like.dtype), like.context)
+                 .as_in_context(like.context) for v in (lhs, rhs)]
+        return make_function('broadcast_' + fname)(*as_nd)
+    py = {'logical_and': lambda a, b: bool(a) and bool(b),
+          'logical_or': lambda a, b: bool(a) or bool(b),
+          'logical_xor': lambda a, b: bool(a) != bool(b)}
+    fn.__name__ = fn.__qualname__ = fname
+    fn.__doc__ = ('%s of two NDArrays (broadcast) or of an NDArray and a number, as 1/0 '
+                  '(MXNet ``mx.nd.%s``).' % (what, fname))
+    return fn
+
+
+logical_and = _logical('logical_and', '``lhs and rhs``')
+logical_or = _logical('logical_or', '``lhs or rhs``')
+logical_xor = _logical('logical_xor', '``lhs xor rhs``')

@@ -149,6 +149,8 @@ class Field:
         elif self.kind is Shape:
             if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
                 v = (int(v),)
+            if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in 'iu':
+                v = v.tolist()      # MXNet takes a numpy array of ints as a shape
             if not isinstance(v, (tuple, list)):
                 raise bad()
             if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in v):
@@ -173,7 +175,9 @@ class Field:
 
 
 def _format(value):
-    """MXNet's string form of a param value: ``str(value)``."""
+    """MXNet's string form of a param value: ``str(value)`` (a numpy array as a tuple)."""
+    if isinstance(value, np.ndarray):
+        value = tuple(value.tolist())
     return str(value)
 
 

@@ -19,14 +19,14 @@ from ._fluent import install as _install_fluent
 _install_fluent(Symbol)   # x.exp(), x.reshape(...): MXNet's fluent methods, from the registry
 
 __all__ = ['Symbol', 'Variable', 'var', 'Group', 'load', 'load_json', 'maximum', 'minimum',
-           'pow', 'power', 'zeros', 'ones', 'full', 'arange', 'linspace', 'eye']
+           'pow', 'power', 'hypot', 'zeros', 'ones', 'full', 'arange', 'linspace', 'eye']
 
 
 def _sym_or_scalar(left, right, sym_op, scalar_op, fallback):
     if isinstance(left, Symbol):
         return left._bin(right, sym_op, sym_op, scalar_op, scalar_op.replace('_scalar', 'scalar'))
     if isinstance(right, Symbol):
-        # max/min are symmetric, so the scalar op works with the operands swapped
+        # max/min/hypot are symmetric, so the scalar op works with the operands swapped
         return right._bin(left, sym_op, sym_op, scalar_op, scalar_op.replace('_scalar', 'scalar'))
     return fallback(left, right)
 
@@ -43,6 +43,16 @@ def maximum(left, right):
 def minimum(left, right):
     """Elementwise minimum of two symbols (same shape) or a symbol and a number."""
     return _sym_or_scalar(left, right, '_minimum', '_minimum_scalar', _builtins.min)
+
+
+def hypot(left, right):
+    """``sqrt(left^2 + right^2)`` of two symbols (same shape) or a symbol and a number.
+
+    MXNet ``mx.sym.hypot``: ``_hypot`` for two symbols, ``_hypot_scalar`` with
+    one number; two numbers give ``math.hypot``.
+    """
+    import math
+    return _sym_or_scalar(left, right, '_hypot', '_hypot_scalar', math.hypot)
 
 
 def pow(base, exp):

@@ -232,6 +232,17 @@ class Symbol:
         self._outputs = outputs
         self._view_cache = None
 
+    def _gen_atomic_symbol(self):
+        """The head node's operator and params on fresh inputs ``{name}_{arg}`` (MXNet's)."""
+        heads = {id(n): n for n, _ in self._outputs}
+        node = next(iter(heads.values()))
+        if len(heads) != 1 or node.op is None:
+            raise FFError('_gen_atomic_symbol: needs a symbol whose outputs come from one '
+                          'operator node; got %s' % self.list_outputs())
+        kw = dict(node.params.to_attrs(), **{k: v for k, v in node.attrs.items()
+                                              if k.startswith('__')})
+        return make_op_symbol(node.op, [], kw, name=node.name)
+
     def __copy__(self):
         outputs, _ = _copy_graph(self._outputs)
         return Symbol(outputs)

@@ -52,9 +52,12 @@ def bind_numpy(sym, location, aux_states=None, grad_req='write', dtype=None, ctx
 
     ``location`` (dict or list in ``list_arguments()`` order) gives every
     argument; ``grad_req`` a str or dict; ``grads`` optional initial
-    gradient arrays (for ``'add'``).
+    gradient arrays (for ``'add'``). ``dtype`` None or ``'asnumpy'`` (MXNet's
+    spelling) keeps each value's own dtype; a dtype casts every value to it.
     """
     ctx = ctx or default_context()
+    if isinstance(dtype, str) and dtype == 'asnumpy':
+        dtype = None
     arg_names = sym.list_arguments()
     aux_names = sym.list_auxiliary_states()
     loc = _as_dict(sym, location, arg_names)

@@ -190,13 +190,15 @@ def _fwd_cpu(x, gamma, beta, smode, ng, eps, write_y, mean, std, y):
 
 
 @njit(**JIT)
-def _bwd_cpu(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, ggam, gbet, mx, mg, mb):
-    """Gradients; m* are modes 0 null, 1 write, 2 add for data, gamma, beta."""
+def _bwd_cpu(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, ggam, gbet, mx, mg, mb,
+             acc_g, acc_b):
+    """Gradients; m* are modes 0 null, 1 write, 2 add for data, gamma, beta.
+
+    ``acc_g``/``acc_b`` (float64, zeroed, gamma's length) accumulate the
+    gamma/beta sums, which run over every row: float32 sums of thousands of
+    rows would lose ~1e-4 relative.
+    """
     na, nk, nb = x.shape
-    if mg == 1:
-        ggam[:] = 0.0
-    if mb == 1:
-        gbet[:] = 0.0
     for a in range(na):
         for b in range(nb):
             m = mean[a, b]
@@ -211,9 +213,9 @@ def _bwd_cpu(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, ggam, gbet,
                 sd += d
                 sdx += d * xh
                 if mg:
-                    ggam[j] += g * xh
+                    acc_g[j] += g * xh
                 if mb:
-                    gbet[j] += g
+                    acc_b[j] += g
             if mx == 0:
                 continue
             sd /= nk
@@ -231,6 +233,15 @@ def _bwd_cpu(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, ggam, gbet,
                     gx[a, k, b] = v
                 else:
                     gx[a, k, b] += v
+    for j in range(acc_g.shape[0]):
+        if mg == 1:
+            ggam[j] = acc_g[j]
+        elif mg == 2:
+            ggam[j] += acc_g[j]
+        if mb == 1:
+            gbet[j] = acc_b[j]
+        elif mb == 2:
+            gbet[j] += acc_b[j]
 
 
 # ----------------------------------------------------------------- GPU kernels
@@ -362,7 +373,8 @@ def _make_compute(op):
         gg = in_grads[1] if modes[1] else inputs[1]
         gb = in_grads[2] if modes[2] else inputs[2]
         _bwd_cpu(x, inputs[1], mean, std, out_grads[0].reshape(x.shape), gm, gs, use_ms, smode,
-                 ng, gx, gg, gb, modes[0], modes[1], modes[2])
+                 ng, gx, gg, gb, modes[0], modes[1], modes[2],
+                 np.zeros(inputs[1].shape[0]), np.zeros(inputs[1].shape[0]))
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         import_cuda(globals())

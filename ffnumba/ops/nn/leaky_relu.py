@@ -7,7 +7,9 @@ Math, by ``act_type`` (``s`` = ``slope``; the positive branch is taken for ``x >
     selu   y = lam * x      if x > 0 else lam * alpha * (exp(x) - 1)
            (lam = 1.0507009873554805, alpha = 1.6732632423543772)
     gelu   y = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))       (erf form)
-    prelu  y = x            if x > 0 else gamma[c] * x   (gamma learnt, c on axis 1)
+    prelu  y = x            if x > 0 else gamma[c] * x   (gamma learnt, c on axis 1;
+           a gamma of ndim >= 2 is aligned with data's leading axes and broadcast,
+           as MXNet 1.9.1: gamma (N, C) scales data (N, C, H, W) per sample and channel)
     rrelu  y = x            if x > 0 else r * x
            training: r ~ U[lower_bound, upper_bound] per element;
            evaluation: r = (lower_bound + upper_bound) / 2
@@ -24,7 +26,9 @@ Shapes
 input    shape                         note
 =======  ============================  =========================================
 data     any (prelu: ndim >= 2)
-gamma    (C,) or (1,), C = data.shape[1]  only for ``prelu``, auto-created
+gamma    (C,), (1,) or (g0, g1, ...)   only for ``prelu``, auto-created (C,),
+                                       C = data.shape[1]; ndim >= 2: each g_i is
+                                       data.shape[i] or 1
 output   data.shape
 mask     data.shape                    only for ``rrelu``
 =======  ============================  =========================================
@@ -142,6 +146,12 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
                              'Received: data shape %s' % (data,))
         if ins[1] is None:
             ins[1] = (data[1],)
+        elif len(ins[1]) >= 2:
+            g = tuple(ins[1])
+            if len(g) > len(data) or any(a not in (1, b) for a, b in zip(g, data)):
+                raise ShapeError('Shape inconsistent for input `gamma`, Provided = %s, '
+                                 'inferred shape=(%d,) (or a shape that broadcasts against '
+                                 'the leading axes of data %s)' % (list(g), data[1], tuple(data)))
         elif tuple(ins[1]) != (1,):
             shape_assign(ins, 1, (data[1],), 'gamma')
     outs = [data] * len(_outputs(p))
@@ -222,6 +232,25 @@ def _oci(shape):
     return shape[0], shape[1], inner
 
 
+def _lead(xshape, gshape):
+    """For a gamma of ndim k >= 2: the (1, rows, inner) view of data and data's first k dims."""
+    k = len(gshape)
+    lead = tuple(xshape[:k])
+    return (1, int(np.prod(lead, dtype=np.int64)), int(np.prod(xshape[k:], dtype=np.int64))), lead
+
+
+def _expand_gamma(gamma, lead):
+    """gamma broadcast to data's leading dims, flat (one slope per row of the view)."""
+    return np.ascontiguousarray(np.broadcast_to(gamma, lead)).reshape(-1)
+
+
+def _reduce_gamma_grad(gg_rows, lead, gshape):
+    """Per-row gamma gradients summed over the axes gamma is broadcast along."""
+    g = gg_rows.reshape(lead)
+    axes = tuple(i for i, (a, b) in enumerate(zip(gshape, lead)) if a == 1 and b != 1)
+    return g.sum(axis=axes, keepdims=True).reshape(gshape) if axes else g.reshape(gshape)
+
+
 def _rrelu_mask(ctx, p, shape, dtype):
     if ctx.is_train:
         return ctx.rng.uniform(p.lower_bound, p.upper_bound, size=shape).astype(dtype)
@@ -234,8 +263,13 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     if p.act_type in _UNARY:
         return _UNARY[p.act_type][0]['cpu'](ctx, p, inputs, outputs, aux)
     if p.act_type == 'prelu':
-        s = _oci(x.shape)
-        _prelu_fwd(x.reshape(s), inputs[1], outputs[0].reshape(s))
+        gamma = inputs[1]
+        if gamma.ndim >= 2:
+            s, lead = _lead(x.shape, gamma.shape)
+            gamma = _expand_gamma(gamma, lead)
+        else:
+            s = _oci(x.shape)
+        _prelu_fwd(x.reshape(s), gamma, outputs[0].reshape(s))
     else:
         outputs[1][...] = _rrelu_mask(ctx, p, x.shape, x.dtype)
         _masked_fwd(x.reshape(-1), outputs[1].reshape(-1), outputs[0].reshape(-1))
@@ -250,11 +284,24 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     if p.act_type == 'prelu':
         if req[0] == 'null' and req[1] == 'null':
             return
-        s = _oci(x.shape)
+        gamma = inputs[1]
+        if gamma.ndim >= 2:
+            s, lead = _lead(x.shape, gamma.shape)
+            gamma = _expand_gamma(gamma, lead)
+            gg = np.zeros(gamma.shape, x.dtype)
+        else:
+            s = _oci(x.shape)
+            gg = in_grads[1] if req[1] != 'null' else gamma
         og = out_grads[0].reshape(s)
         gx = in_grads[0].reshape(s) if req[0] != 'null' else og
-        gg = in_grads[1] if req[1] != 'null' else inputs[1]
-        _prelu_bwd(x.reshape(s), inputs[1], og, gx, _MODES[req[0]], gg, _MODES[req[1]])
+        _prelu_bwd(x.reshape(s), gamma, og, gx, _MODES[req[0]], gg,
+                   _MODES[req[1]] if inputs[1].ndim < 2 else int(req[1] != 'null'))
+        if inputs[1].ndim >= 2 and req[1] != 'null':
+            red = _reduce_gamma_grad(gg, lead, inputs[1].shape)
+            if req[1] == 'add':
+                in_grads[1][...] += red
+            else:
+                in_grads[1][...] = red
     elif req[0] != 'null':
         _masked_bwd(x.reshape(-1), outputs[1].reshape(-1), out_grads[0].reshape(-1),
                     in_grads[0].reshape(-1), req[0] == 'add')
@@ -338,8 +385,13 @@ def _forward_gpu(ctx, p, inputs, outputs, aux):
     x = inputs[0].reshape(-1)
     y = outputs[0].reshape(-1)
     if p.act_type == 'prelu':
-        _, n_c, n_in = _oci(inputs[0].shape)
-        launch_1d(k['prelu_fwd'], x.size, x, inputs[1], y, n_c, n_in)
+        gamma = inputs[1]
+        if len(gamma.shape) >= 2:
+            (_, n_c, n_in), lead = _lead(inputs[0].shape, gamma.shape)
+            gamma = cuda.to_device(_expand_gamma(gamma.copy_to_host(), lead))
+        else:
+            _, n_c, n_in = _oci(inputs[0].shape)
+        launch_1d(k['prelu_fwd'], x.size, x, gamma, y, n_c, n_in)
     else:
         mask = _rrelu_mask(ctx, p, inputs[0].shape, np.dtype(inputs[0].dtype))
         outputs[1].copy_to_device(mask)
@@ -354,11 +406,23 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     x = inputs[0].reshape(-1)
     og = out_grads[0].reshape(-1)
     if p.act_type == 'prelu':
-        _, n_c, n_in = _oci(inputs[0].shape)
+        gamma, full = inputs[1], len(inputs[1].shape) >= 2
+        if full:
+            (_, n_c, n_in), lead = _lead(inputs[0].shape, gamma.shape)
+            gamma = cuda.to_device(_expand_gamma(gamma.copy_to_host(), lead))
+        else:
+            _, n_c, n_in = _oci(inputs[0].shape)
         if req[0] != 'null':
-            launch_1d(k['prelu_bwd_x'], x.size, x, inputs[1], og, in_grads[0].reshape(-1),
+            launch_1d(k['prelu_bwd_x'], x.size, x, gamma, og, in_grads[0].reshape(-1),
                       req[0] == 'add', n_c, n_in)
-        if req[1] != 'null':
+        if req[1] != 'null' and full:
+            gg = cuda.device_array(gamma.shape, np.dtype(x.dtype))
+            launch_1d(k['prelu_bwd_g'], gg.size, x, og, gg, False, n_c, n_in)
+            red = _reduce_gamma_grad(gg.copy_to_host(), lead, tuple(inputs[1].shape))
+            if req[1] == 'add':
+                red = red + in_grads[1].copy_to_host()
+            in_grads[1].copy_to_device(np.ascontiguousarray(red, dtype=np.dtype(x.dtype)))
+        elif req[1] != 'null':
             launch_1d(k['prelu_bwd_g'], in_grads[1].size, x, og, in_grads[1],
                       req[1] == 'add', n_c, n_in)
     elif req[0] != 'null':

@@ -76,7 +76,8 @@ class PoolingParam(Params):
     pooling_convention = Field(str, 'valid', "Output size: 'valid' floors, 'full' ceils, "
                                              "'same' gives ceil(input / stride) (no pad).",
                                choices=('full', 'same', 'valid'))
-    stride = Field(Shape, (), 'Stride per spatial dim; empty means 1 everywhere.', low=1)
+    stride = Field(Shape, (), 'Stride per spatial dim; empty means 1 everywhere (entries '
+                   'beyond the kernel\'s are ignored, as MXNet).', low=1)
     pad = Field(Shape, (), 'Implicit padding on both sides per spatial dim; empty means 0.',
                 low=0)
     p_value = Field(int, None, 'Power P of lp pooling: 1, 2 or 3.')
@@ -96,9 +97,11 @@ class PoolingParam(Params):
         if not self.global_pool:
             for name in ('stride', 'pad'):
                 v = getattr(self, name)
-                if len(v) not in (0, nd):
+                # as MXNet 1.9.1: entries beyond the kernel's are ignored
+                if len(v) and not nd <= len(v) <= 3:
                     raise ParamError('Pooling: `%s` must be empty or have as many entries as '
-                                     '`kernel` (%d). Received: %s=%r' % (name, nd, name, v))
+                                     '`kernel` (%d; up to 3, extra entries are ignored). '
+                                     'Received: %s=%r' % (name, nd, name, v))
         if self.layout is not None and (self.layout not in _CHANNEL_FIRST.values() or
                                         (nd and self.layout != _CHANNEL_FIRST[nd + 2])):
             raise ParamError('Pooling: `layout` must be None or the channel-first layout of the '
@@ -137,7 +140,8 @@ def _window(p, data):
     nsp = len(data) - 2
     if p.global_pool:
         return tuple(data[2:]), (1,) * nsp, (0,) * nsp
-    return tuple(p.kernel), tuple(p.stride) or (1,) * nsp, tuple(p.pad) or (0,) * nsp
+    return (tuple(p.kernel), tuple(p.stride)[:nsp] or (1,) * nsp,
+            tuple(p.pad)[:nsp] or (0,) * nsp)
 
 
 def _out_spatial(p, data):

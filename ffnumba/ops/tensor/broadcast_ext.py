@@ -5,10 +5,11 @@ Math
 ======================  =====================================  ===========================
 op                      out = f(l, r)                          (d out/d l, d out/d r)
 ======================  =====================================  ===========================
-broadcast_mod           l - r floor(l / r)  (sign of r;        (1, -floor(l / r))
-                        0 where r == 0)
+broadcast_mod           l - r floor(l / r)  (sign of r;        (1, -floor(l / r));
+                        0 where r == 0)                        integers: (0, 0)
 broadcast_hypot         sqrt(l^2 + r^2)                        (l / out, r / out)
 _hypot (hypot)          same, operands of one shape            (l / out, r / out)
+_hypot_scalar           sqrt(x^2 + scalar^2)                   x / out
 broadcast_logical_and   1 if l != 0 and r != 0 else 0          (0, 0)
 broadcast_logical_or    1 if l != 0 or r != 0 else 0           (0, 0)
 broadcast_logical_xor   1 if exactly one is non-zero else 0    (0, 0)
@@ -35,9 +36,9 @@ from numba import njit
 
 from ..broadcast_templates import make_binary_broadcast
 from ..registry import OpDef, register_op
-from ..templates import make_binary
+from ..templates import make_binary, make_unary
 from .broadcast import _infer_shape as _broadcast_shape
-from .elemwise import _binary_shape, _fmod_py, _mod_dr, _one2, _zero2
+from .elemwise import ScalarParam, _binary_shape, _fmod_py, _mod_dl, _mod_dr, _unary_shape, _zero2
 
 __all__ = ['BROADCAST_EXT']
 
@@ -62,6 +63,17 @@ def _hypot_dr(x, y):
 
 
 @_body
+def _s_hypot(x, s, b):
+    return math.sqrt(x * x + s * s)
+
+
+@_body
+def _s_hypot_d(x, s, b):
+    h = math.sqrt(x * x + s * s)
+    return x / h if h > 0 else 0.0 * x
+
+
+@_body
 def _land(x, y):
     return 1.0 if (x != 0 and y != 0) else 0.0
 
@@ -78,7 +90,7 @@ def _lxor(x, y):
 
 #: name -> (f, d/dlhs, d/drhs, aliases, one-line summary).
 BROADCAST_EXT = {
-    'broadcast_mod': (_fmod_py, _one2, _mod_dr, (),
+    'broadcast_mod': (_fmod_py, _mod_dl, _mod_dr, (),
                       'Modulo with broadcasting; the result has the sign of rhs.'),
     'broadcast_hypot': (_hypot, _hypot_dl, _hypot_dr, (),
                         'sqrt(lhs^2 + rhs^2) with broadcasting.'),
@@ -105,3 +117,12 @@ register_op(OpDef(
     doc='sqrt(lhs^2 + rhs^2), elementwise on operands of one shape.\n\nGradient '
         '(lhs / out, rhs / out); (0, 0) at the origin. Source: MXNet 1.9.1 ``hypot``.\n',
     input_docs={'lhs': 'First operand.', 'rhs': 'Second operand (same shape as lhs).'}))
+
+_fwd, _bwd = make_unary(_s_hypot, _s_hypot_d, grad_uses='input',
+                        scalars=lambda p: (p.scalar, 0.0))
+register_op(OpDef(
+    name='_hypot_scalar', aliases=('_HypotScalar',), hint='_hypotscalar', arguments=['data'],
+    infer_shape=_unary_shape, forward=_fwd, backward=_bwd, params=ScalarParam,
+    doc='sqrt(data^2 + scalar^2), elementwise (``mx.sym.hypot(x, 3)``).\n\nGradient '
+        'data / out; 0 where out is 0. Source: MXNet 1.9.1 ``_hypot_scalar``.\n',
+    input_docs={'data': 'Input array.'}))

@@ -14,7 +14,8 @@ elemwise_sub (``-``)     x - y            1, -1
 elemwise_mul (``*``)     x * y            y, x
 elemwise_div (``/``)     x / y            1/y, -x/y^2
 _power (``**``)          x ^ y            y x^(y-1), x^y ln x
-_mod (``%``)             x mod y          1, -floor(x/y)  (sign of y; 0 when y = 0)
+_mod (``%``)             x mod y          1, -floor(x/y)  (sign of y; 0 when y = 0;
+                                          integer operands: grads 0, as MXNet's mod_grad)
 _maximum, _minimum       max/min(x, y)    to the larger (smaller) input; ties go to lhs
 _plus_scalar             x + s            1
 _minus_scalar            x - s            1
@@ -44,8 +45,10 @@ output      the input shape
 Source: MXNet 1.x elementwise operator documentation.
 """
 import math
+import numbers
 
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from ...base import ShapeError
 from ..params import Field, Params
@@ -227,12 +230,48 @@ def _fmod_py(a, b):
     """Python-style modulo (sign of ``b``), 0 when ``b == 0`` (MXNet's ``mod``)."""
     if b == 0:
         return 0.0 * a
-    return a - b * _floor(a / b)
+    r = a - b * _floor(a / b)
+    # the kernels' 'arcp' fast-math may compute a / b as a * (1 / b): 49 / 49 can come out
+    # one ulp below 1 and floor to 0; bring r back into [0, b) (or (b, 0] for b < 0)
+    if (r >= b) if b > 0 else (r <= b):
+        r -= b
+    elif (r < 0) if b > 0 else (r > 0):
+        r += b
+    return r
+
+
+def _float_one(x):
+    """1.0 for a float operand, 0.0 for an integer one (compiled code)."""
+    return 0.0 if isinstance(x, numbers.Integral) else 1.0   # CUDA simulator: numpy scalars
+
+
+@overload(_float_one, target='generic')
+def _float_one_overload(x):
+    if isinstance(x, types.Integer):
+        return lambda x: 0.0
+    return lambda x: 1.0
 
 
 @_body
 def _mod_dr(x, y):
-    return -_floor(x / y)
+    """-floor(x / y), the quotient _fmod_py uses (-inf at y == 0, as MXNet); 0 for integers."""
+    if _float_one(x) == 0.0:   # integer mod has zero gradients (MXNet's mod_rgrad)
+        return 0.0
+    q = _floor(x / y)
+    if y == 0:
+        return -q
+    r = x - y * q   # the same 'arcp' correction as _fmod_py
+    if (r >= y) if y > 0 else (r <= y):
+        q += 1.0
+    elif (r < 0) if y > 0 else (r > 0):
+        q -= 1.0
+    return -q
+
+
+@_body
+def _mod_dl(x, y):
+    """1 for floats, 0 for integers (MXNet's mod_grad)."""
+    return _float_one(x)
 
 
 # ---------------------------------------------------------------- scalar bodies (x, s, _)
@@ -349,7 +388,12 @@ def _s_rmod(x, s, b):
 
 @_body
 def _s_rmod_d(x, s, b):
-    return -_floor(s / x)
+    return _mod_dr(s, x)
+
+
+@_body
+def _s_mod_d(x, s, b):
+    return _mod_dl(x, s)
 
 
 @_body
@@ -393,7 +437,7 @@ BINARY = {
     '_power': (_pow, _pow_dl, _pow_dr, '_power', ('_Power',)),
     '_maximum': (_max, _max_dl, _max_dr, '_maximum', ('_Maximum',)),
     '_minimum': (_min, _min_dl, _min_dr, '_minimum', ('_Minimum',)),
-    '_mod': (_fmod_py, _one2, _mod_dr, '_mod', ('_Mod',)),
+    '_mod': (_fmod_py, _mod_dl, _mod_dr, '_mod', ('_Mod',)),
 }
 
 #: name -> (f, df, grad_uses, hint, aliases)
@@ -408,7 +452,7 @@ SCALAR = {
     '_rpower_scalar': (_s_rpow, _s_rpow_d, 'output', '_rpower_scalar', ('_RPowerScalar',)),
     '_maximum_scalar': (_s_max, _s_max_d, 'input', '_maximumscalar', ('_MaximumScalar',)),
     '_minimum_scalar': (_s_min, _s_min_d, 'input', '_minimumscalar', ('_MinimumScalar',)),
-    '_mod_scalar': (_s_mod, _s_one, 'input', '_modscalar', ('_ModScalar',)),
+    '_mod_scalar': (_s_mod, _s_mod_d, 'input', '_modscalar', ('_ModScalar',)),
     '_rmod_scalar': (_s_rmod, _s_rmod_d, 'input', '_rmodscalar', ('_RModScalar',)),
 }
 

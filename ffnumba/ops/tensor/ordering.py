@@ -5,7 +5,8 @@ Each op works on rows along one axis: the input is viewed as
 flattened input, ``(1, size, 1)``).
 
 Ordering is stable: equal values keep their index order, so ``argmax`` /
-``argmin`` return the first extreme index and a descending sort of
+``argmin`` return the first extreme index (a NaN counts as the extreme of both, as
+numpy and MXNet 1.9.1: the first NaN wins) and a descending sort of
 ``[3, 1, 1, 2]`` gives indices ``[0, 3, 1, 2]`` (as MXNet 1.9.1). The CPU
 kernels sort one row at a time with a stable merge sort (``@njit``, a
 row-sized scratch buffer; a small k partitions the row first); the GPU twins
@@ -77,8 +78,10 @@ def _arg_cpu(x, out, want_max):
         for i in range(inner):
             best, bj = x[o, 0, i], 0
             for j in range(1, n):
+                if best != best:  # a NaN is the extreme (first NaN wins, as numpy/MXNet)
+                    break
                 v = x[o, j, i]
-                if (v > best) if want_max else (v < best):
+                if v != v or ((v > best) if want_max else (v < best)):
                     best, bj = v, j
             out[o * inner + i] = bj
 
@@ -94,8 +97,10 @@ def _build_arg_gpu():
             o, i = e // inner, e % inner
             best, bj = x[o, 0, i], 0
             for j in range(1, n):
+                if best != best:
+                    break
                 v = x[o, j, i]
-                if (v > best) if want_max else (v < best):
+                if v != v or ((v > best) if want_max else (v < best)):
                     best, bj = v, j
             out[e] = bj
     return k

@@ -191,6 +191,10 @@ def _blike_out(p, d, like):
             raise ShapeError('broadcast_like: lhs shape %s and rhs shape %s must have the same '
                              'number of axes' % (d, like))
         return like
+    if not p.lhs_axes or not p.rhs_axes:   # as MXNet: an empty tuple is not "all axes"
+        raise ShapeError('broadcast_like: empty axes tuple is not allowed (lhs_axes=%s, '
+                         'rhs_axes=%s); leave both out to broadcast over all axes'
+                         % (tuple(p.lhs_axes), tuple(p.rhs_axes)))
     if len(p.lhs_axes) != len(p.rhs_axes):
         raise ShapeError('broadcast_like: lhs_axes=%s and rhs_axes=%s differ in length'
                          % (tuple(p.lhs_axes), tuple(p.rhs_axes)))

@@ -57,6 +57,39 @@ class TestPReLU(OpCase):
         return [np.where(data > 0, data, g * data)]
 
 
+class TestPReLULeadingGamma(OpCase):
+    """gamma of ndim >= 2 aligned with data's leading axes (MXNet 1.9.1's test_prelu)."""
+    op = 'LeakyReLU'
+    params = [dict(act_type='prelu')]
+    shapes = [dict(data=(3, 4, 2, 2), gamma=(3, 4)), dict(data=(3, 4), gamma=(3, 4)),
+              dict(data=(2, 3, 2), gamma=(1, 3)), dict(data=(2, 3, 2), gamma=(2, 1, 2))]
+
+    def cases(self):
+        @st.composite
+        def draw(draw):
+            data = tuple(draw(st.lists(st.integers(1, 4), min_size=2, max_size=4)))
+            k = draw(st.integers(2, len(data)))
+            gamma = tuple(d if draw(st.booleans()) else 1 for d in data[:k])
+            return dict(data=data, gamma=gamma)
+        return st.tuples(st.just(dict(act_type='prelu')), draw())
+
+    def inputs(self, rng, p, shapes):
+        return {'data': _away_from_kink(rng, shapes['data']),
+                'gamma': rng.uniform(0, 0.5, shapes['gamma'])}
+
+    def reference(self, p, data, gamma):
+        g = gamma.reshape(gamma.shape + (1,) * (data.ndim - gamma.ndim))
+        return [np.where(data > 0, data, g * data)]
+
+
+def test_prelu_leading_gamma_must_broadcast():
+    s = sym.LeakyReLU(sym.Variable('data'), sym.Variable('g'), act_type='prelu', name='lr')
+    assert s.infer_shape(data=(3, 4, 4, 5), g=(3, 4))[0] == [(3, 4, 4, 5), (3, 4)]
+    for bad in ((4, 4), (3, 4, 4, 5, 1)):
+        with pytest.raises(ShapeError, match='leading axes'):
+            s.infer_shape(data=(3, 4, 4, 5), g=bad)
+
+
 def _run(p, x, is_train, seed=0, gamma=None):
     op = get_op('LeakyReLU')
     pp = op.parse_params(p)

@@ -224,7 +224,7 @@ def test_kernels_dtype_and_req(pool_type, req, dtype):
 @pytest.mark.parametrize('kw, field', [
     (dict(pool_type='max'), 'kernel'),
     (dict(kernel=(2, 2), stride=(2,)), 'stride'),
-    (dict(kernel=(2, 2), pad=(1, 1, 1)), 'pad'),
+    (dict(kernel=(2, 2), pad=(1, 1, 1, 1)), 'pad'),
     (dict(kernel=(2, 2), stride=(0, 1)), 'stride'),
     (dict(kernel=(2,), pad=(1,), pooling_convention='same'), 'pad'),
     (dict(kernel=(2, 2), pool_type='lp'), 'p_value'),
@@ -276,3 +276,19 @@ def test_matches_mxnet_golden():
 def test_gpu_kernels_match_cpu(p, monkeypatch):
     from test_convolution import gpu_matches_cpu
     gpu_matches_cpu('Pooling', p, [(2, 2, 5, 6)], monkeypatch)
+
+
+def test_pad_and_stride_longer_than_kernel_use_leading_entries():
+    # MXNet 1.9.1 ignores entries beyond the kernel's: pad=(1, 0, 0) on a 1-D kernel is pad 1
+    import ffnumba as ff
+    x = ff.nd.array(np.arange(10.).reshape(1, 1, 10))
+    out = ff.nd.Pooling(x, kernel=2, stride=(2, 2, 2), pad=(0, 0, 0), pool_type='max',
+                        pooling_convention='same')
+    np.testing.assert_array_equal(out.asnumpy(), [[[1, 3, 5, 7, 9]]])
+    out = ff.nd.Pooling(x, kernel=2, stride=2, pad=(1, 0, 0), pool_type='max')
+    np.testing.assert_array_equal(out.asnumpy(), [[[0, 2, 4, 6, 8, 9]]])
+    with pytest.raises(ParamError, match='pad'):
+        ff.nd.Pooling(x, kernel=2, stride=2, pad=(0, 0, 0, 0), pool_type='max')
+    with pytest.raises(ParamError):
+        ff.nd.Pooling(x, kernel=2, stride=2, pad=(1, 1, 1), pool_type='max',
+                      pooling_convention='same')
