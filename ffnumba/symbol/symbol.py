@@ -176,16 +176,6 @@ class Symbol:
                 else:
                     node.attrs[normalize_key(k)] = v
 
-    def _gen_atomic_symbol(self):
-        """The head node's operator (same params and attributes) over fresh variables
-        named after its inputs (``data``, ``parameters``...), as MXNet's; all its outputs."""
-        node = self._outputs[0][0]
-        if node.op is None:
-            raise FFError('_gen_atomic_symbol: %s is a variable, not an operator' % node.name)
-        ins = [(Node(None, n), 0) for n in node.arg_names() + node.aux_names()]
-        head = Node(node.op, node.name, node.params, node.attrs, ins)
-        return Symbol([(head, i) for i in range(node.num_outputs())])
-
     # ------------------------------------------------------------ composition
     def __call__(self, *args, **kwargs):
         """A copy whose free inputs are replaced (by position or by name); ``name=`` renames."""

@@ -63,15 +63,3 @@ def test_creation_ops_with_unknown_dimensions_take_them_from_consumers():
     import pytest
     with pytest.raises(mx.base.ShapeError, match='cannot infer'):   # nothing says the size
         (mx.sym.ones(shape=[2, -1]) + mx.sym.ones(shape=[2, -1])).bind(mx.cpu(), args={})
-
-
-def test_gen_atomic_symbol_keeps_the_operator_over_fresh_inputs():
-    data, p, h0, h1 = (mx.sym.Variable(n) for n in ('data', 'param', 'h0', 'h1'))
-    s = mx.sym.RNN(data, p, h0, h1, state_size=10, num_layers=2, bidirectional=True,
-                   state_outputs=True, mode='lstm', name='rnn')
-    atom = s._gen_atomic_symbol()
-    assert atom.list_arguments() == ['data', 'parameters', 'state', 'state_cell']
-    assert atom.list_outputs() == s.list_outputs()
-    assert atom.infer_shape(data=(5, 2, 3))[1] == s.infer_shape(data=(5, 2, 3))[1]
-    assert atom(data=mx.sym.var('x')).list_arguments()[0] == 'x'
-    assert s.list_arguments() == ['data', 'param', 'h0', 'h1']     # the original is untouched
