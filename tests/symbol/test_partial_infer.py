@@ -45,8 +45,8 @@ def test_partial_weight_keeps_its_unknown_dimension():
 def test_every_node_is_checked_once_its_inputs_are_known():
     import pytest
     v, x = mx.sym.Variable('V'), mx.sym.Variable('x')
-    net = mx.sym.transpose(v) + (x + v)    # V is (2, 3): (3, 2) + (2, 3) cannot add
-    with pytest.raises(mx.base.ShapeError, match='transpose0: Shape inconsistent'):
+    net = mx.sym.transpose(v, name='vt') + (x + v)    # V is (2, 3): (3, 2) + (2, 3) cannot add
+    with pytest.raises(mx.base.ShapeError, match='vt: Shape inconsistent'):
         net.simple_bind(mx.cpu(), x=(2, 3), grad_req='null')
     with pytest.raises(mx.base.ShapeError):
         net.infer_shape(x=(2, 3))
