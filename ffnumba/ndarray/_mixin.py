@@ -96,6 +96,14 @@ def _to_host(obj):
     return obj
 
 
+def _index_msg(key, err):
+    """The problem with ``key``, in our words (numpy's mention its internals)."""
+    if 'out of bounds' in str(err) or 'too many indices' in str(err):
+        return 'index %r is out of range' % (key,)
+    return ('index %r is not valid: use ints, slices (`:`), `...`, None or int/bool arrays'
+            % (key,))
+
+
 def _index(key):
     """An NDArray index (or one inside a tuple) as an int64 numpy array."""
     if isinstance(key, NDArray):
@@ -146,8 +154,8 @@ class NDArrayMixin:
         try:
             out = self.asnumpy()[key] if self._gpu() else self._data[key]
         except IndexError as e:
-            raise NDArrayIndexError('NDArray of shape %s: index %r is out of range (%s)'
-                                    % (self.shape, key, e)) from None
+            raise NDArrayIndexError('NDArray of shape %s: %s' % (self.shape, _index_msg(key, e))) \
+                from None
         if self._gpu():
             return array(out, ctx=self._ctx, dtype=self._data.dtype)
         if np.isscalar(out) or (isinstance(out, np.ndarray) and out.ndim == 0):
@@ -168,11 +176,12 @@ class NDArrayMixin:
             else:
                 self._assign(self._data, key, value)
         except IndexError as e:
-            raise NDArrayIndexError('NDArray of shape %s: index %r is out of range (%s)'
-                                    % (self.shape, key, e)) from None
-        except ValueError as e:
-            raise ShapeError('NDArray of shape %s: cannot assign a value of shape %s to [%r] '
-                             '(%s)' % (self.shape, np.shape(value), key, e)) from None
+            raise NDArrayIndexError('NDArray of shape %s: %s' % (self.shape, _index_msg(key, e))) \
+                from None
+        except (ValueError, TypeError):
+            raise ShapeError('NDArray of shape %s: cannot assign a value of shape %s and type %s '
+                             'to [%r]' % (self.shape, np.shape(value), type(value).__name__,
+                                          key)) from None
 
     @staticmethod
     def _assign(dst, key, value):

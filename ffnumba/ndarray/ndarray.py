@@ -389,14 +389,6 @@ def array(source_array, ctx=None, dtype=None):
     return NDArray(host, ctx)
 
 
-def _index_msg(key, err):
-    """The problem with ``key``, in our words (numpy's mention its internals)."""
-    if 'out of bounds' in str(err) or 'too many indices' in str(err):
-        return 'index %r is out of range' % (key,)
-    return ('index %r is not valid: use ints, slices (`:`), `...`, None or int/bool arrays'
-            % (key,))
-
-
 def _shape(shape):
     try:
         if isinstance(shape, (int, np.integer)):

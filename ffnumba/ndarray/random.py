@@ -28,7 +28,7 @@ shape ``(1,)``. Source of the parameterisations: MXNet 1.9.1
 """
 import numpy as np
 
-from ..base import ParamError, ShapeError, _Null
+from ..base import FFError, ParamError, ShapeError, _Null
 from .. import random as _random
 from .ndarray import NDArray, array
 
@@ -73,8 +73,22 @@ def _draw(what, sample, params, shape, dtype, ctx, out, kinds='float'):
     else:
         host = list(params)
         size = shape or (1,)
-    values = np.asarray(sample(_random.generator(), *host, size))
-    values = np.broadcast_to(values, size).astype(dtype)
+    if any(int(d) < 0 for d in size):
+        raise ParamError('%s: `shape` must hold sizes >= 0. Received: shape=%s' % (what, shape))
+    for p in host:
+        if not isinstance(p, np.ndarray) and isinstance(p, (int, float, np.number)) \
+                and not np.isfinite(p):
+            raise ParamError('%s: distribution parameters must be finite. Received: %r'
+                             % (what, params))
+    try:
+        values = np.asarray(sample(_random.generator(), *host, size))
+        values = np.broadcast_to(values, size).astype(dtype)
+    except (ValueError, OverflowError):     # numpy: scale < 0, high - low overflows...
+        raise ParamError('%s: invalid distribution parameters %r for shape %s'
+                         % (what, params, size)) from None
+    except MemoryError:
+        raise FFError('%s: cannot allocate a draw of shape %s: out of memory'
+                      % (what, size)) from None
     if out is not None:
         if out.shape != values.shape:
             raise ShapeError('%s: `out` has shape %s; the draw has %s'

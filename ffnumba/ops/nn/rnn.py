@@ -70,7 +70,7 @@ class RNNParam(Params):
     """Parameters of :func:`RNN`."""
 
     state_size = Field(int, doc='Hidden units H per layer and direction.', low=1)
-    num_layers = Field(int, doc='Number of stacked layers L.', low=1)
+    num_layers = Field(int, doc='Number of stacked layers L.', low=1, high=1000)
     mode = Field(str, doc='Cell type.', choices=tuple(_MODES))
     bidirectional = Field(bool, False, 'Add a backward-in-time direction per layer (D = 2).')
     p = Field(float, 0.0, 'Dropout rate on the inputs of layers after the first (training '

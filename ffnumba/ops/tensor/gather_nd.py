@@ -58,8 +58,9 @@ def _offsets(data_shape, idx):
     bad = (cols < -lead[:, None]) | (cols >= lead[:, None])
     if bad.any():
         a, j = np.argwhere(bad)[0]
-        raise GatherIndexError('gather_nd: index %d is out of bounds for axis %d with size %d'
-                               % (cols[a, j], a, lead[a]))
+        raise GatherIndexError('gather_nd: `indices` holds %d for axis %d of `data`, outside '
+                               '[-%d, %d). Received: data shape %s'
+                               % (cols[a, j], a, lead[a], lead[a], tuple(data_shape)))
     cols = np.where(cols < 0, cols + lead[:, None], cols)
     strides = np.ones(m, np.int64)
     for a in range(m - 2, -1, -1):

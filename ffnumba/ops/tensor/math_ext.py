@@ -326,7 +326,7 @@ def _erf_grad(x, a, b):
 
 @_scalar
 def _erfinv(x, a, b):
-    return erfinv(x)
+    return erfinv(x * 1.0)      # bool and int inputs as floats
 
 
 @_scalar

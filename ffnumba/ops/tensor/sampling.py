@@ -29,10 +29,10 @@ sample_op.cc``, ``sample_multinomial_op.cc`` and ``shuffle_op.cc`` docs.
 import numpy as np
 
 from ... import random as _random
-from ...base import ParamError, ShapeError
+from ...base import FFError, ParamError, ShapeError
 from ...dtype import np_dtype
 from ..params import Field, Params, Shape
-from ..registry import OpDef, register_op, shape_assign
+from ..registry import OpDef, register_op
 
 __all__ = ['UniformParam', 'NormalParam', 'MultinomialParam', 'ShuffleParam']
 
@@ -98,12 +98,22 @@ class ShuffleParam(Params):
 
 
 # ------------------------------------------------------------------ draws (host)
+def _host_draw(what, draw, size):
+    """``draw()``, with running out of memory as an FFError naming the op and size."""
+    try:
+        return draw()
+    except MemoryError:
+        raise FFError('%s: cannot draw %s samples: out of memory' % (what, size)) from None
+
+
 def _uniform(p, size):
-    return _random.generator().uniform(p.low, p.high, size)
+    return _host_draw('_random_uniform', lambda: _random.generator().uniform(p.low, p.high, size),
+                      size)
 
 
 def _normal(p, size):
-    return _random.generator().normal(p.loc, p.scale, size)
+    return _host_draw('_random_normal', lambda: _random.generator().normal(p.loc, p.scale, size),
+                      size)
 
 
 def _multinomial(p, data):
