@@ -93,6 +93,9 @@ def install_abort_hook(comm=None):
             sys.stderr.write('[rank %d] ffnumba: aborting the MPI job (uncaught exception)\n'
                              % rank)
             sys.stderr.flush()
+            # mpiexec forwards each rank's output through a pipe; Abort kills the job at once,
+            # and under load the launcher could drop the traceback still in flight.
+            time.sleep(0.5)
         finally:
             if exc_type is KeyboardInterrupt:
                 prev(exc_type, exc, tb)
