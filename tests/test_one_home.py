@@ -169,3 +169,22 @@ def test_every_fluent_method_resolves_to_a_registered_op():
             assert str(e).startswith(op.name + ':'), (name, e)
             continue
         assert out._outputs[0][0].op is op and out.list_arguments()[0] == 'x', name
+
+
+def test_op_params_are_validated_whichever_way_they_come():
+    """``OpDef.parse_params`` is the one way to build op params: keyword, positional,
+    fluent, imperative and JSON input all reach its checks."""
+    x = ff.sym.var('x')
+    msg = r'Dropout: `p` must be a float >= 0.0 <= 1.0. Received: p='
+    ways = [lambda: ff.sym.Dropout(x, p=1.5), lambda: ff.sym.Dropout(x, 1.5),
+            lambda: ff.nd.Dropout(ff.nd.ones((2,)), p=1.5)]
+    for make in ways:
+        with pytest.raises(ff.base.ParamError, match=msg):
+            make()
+    for arr in (x, ff.nd.ones((2, 3))):
+        with pytest.raises(ff.base.ParamError, match='clip: `a_min` must be a float'):
+            arr.clip(a_min='z', a_max=1)
+    doc = ff.sym.Dropout(x, p=0.5, name='d').tojson().replace('"p": "0.5"', '"p": "1.5"')
+    assert '"p": "1.5"' in doc
+    with pytest.raises(ff.base.FFError, match="node 'd': " + msg):
+        ff.sym.load_json(doc)
