@@ -449,7 +449,7 @@ def test_kernel_errors_name_the_node():
 
     if '_test_fails' not in list_ops():
         register_op(OpDef(name='_test_fails', arguments=['data'],
-                          infer_shape=lambda p, i, a: (list(i), [i[0]], []),
+                          infer_shape=lambda p, i, a, o: (list(i), [i[0]], []),
                           forward={'cpu': bad_fwd}, backward={'cpu': bad_bwd}))
     exe = sym._test_fails(sym.Variable('x'), name='f').simple_bind(ff.cpu(), x=(2,))
     with pytest.raises(FFError, match=r'Error in operator f \(_test_fails forward\): '

@@ -23,12 +23,21 @@ numba ``DeviceNDArray``. ``ctx`` is an :class:`OpContext`.
 
 Shape contract
 --------------
-``infer_shape(p, in_shapes, aux_shapes) -> (in_shapes, out_shapes, aux_shapes)``
-where an unknown shape is ``None``. It fills what it can (both directions,
-e.g. a FullyConnected weight from its data) and raises
+``infer_shape(p, in_shapes, aux_shapes, out_shapes) -> (in_shapes, out_shapes, aux_shapes)``,
+one signature for every operator: ``in_shapes`` / ``aux_shapes`` hold one
+shape per argument / auxiliary state and ``out_shapes`` one per visible
+output, ``None`` where unknown (the imperative ``ff.nd`` path passes
+``[None] * n``). It fills what it can in both directions (a FullyConnected
+weight from its data, an elementwise input from its output; an op that
+infers nothing from its outputs ignores ``out_shapes``) and raises
 :class:`~ffnumba.base.ShapeError` with a plain message on a conflict; the
 inference pass prefixes ``Error in operator <node>:``.
+``tests/ops/test_registry.py`` keeps every operator on this signature.
+
+``infer_type(p, in_types, aux_types) -> (in_types, out_types, aux_types)``
+likewise, with numpy dtypes.
 """
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -39,7 +48,13 @@ from .params import NoParams
 from ._empty import guard_empty
 
 __all__ = ['OpDef', 'OpContext', 'register_op', 'get_op', 'list_ops', 'gpu_missing',
-           'assign', 'same_shape', 'same_type', 'shape_assign', 'FLOAT_TYPES']
+           'assign', 'same_shape', 'same_type', 'shape_assign', 'FLOAT_TYPES',
+           'INFER_SHAPE_ARGS', 'INFER_TYPE_ARGS']
+
+#: The one signature of ``OpDef.infer_shape`` (see "Shape contract" above).
+INFER_SHAPE_ARGS = ('p', 'in_shapes', 'aux_shapes', 'out_shapes')
+#: The one signature of ``OpDef.infer_type``.
+INFER_TYPE_ARGS = ('p', 'in_types', 'aux_types')
 
 _OPS = {}
 _ALIASES = {}
@@ -207,14 +222,28 @@ def _float_checked(op, infer_type):
     return infer
 
 
+def _positional_arity(fn):
+    """How many positional parameters ``fn`` takes, or None if one has a default or it
+    takes ``*args`` / ``**kwargs`` (then two call forms would fit it)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
+           or q.default is not q.empty for q in params):
+        return None
+    return len(params)
+
+
 def register_op(op):
     """Add ``op`` to the registry, checking the declaration.
 
     Raises
     ------
     FFError
-        On a duplicate name, a param without a doc line, or a device with a
-        forward but no backward.
+        On a duplicate name, a param without a doc line, a device with a
+        forward but no backward, or an ``infer_shape`` that does not take
+        exactly the four positional parameters of :data:`INFER_SHAPE_ARGS`.
     """
     names = (op.name,) + tuple(op.aliases)
     for n in names:
@@ -228,6 +257,9 @@ def register_op(op):
                       % (op.name, sorted(op.forward), sorted(op.backward)))
     if 'cpu' not in op.forward:
         raise FFError('register_op: %s has no CPU implementation' % op.name)
+    if _positional_arity(op.infer_shape) != len(INFER_SHAPE_ARGS):
+        raise FFError('register_op: %s infer_shape must take exactly (%s), no defaults. '
+                      'Received: %s' % (op.name, ', '.join(INFER_SHAPE_ARGS), op.infer_shape))
     if not callable(op.backward_reads) and not set(op.backward_reads) <= {'inputs', 'outputs'}:
         raise FFError("register_op: %s backward_reads must name 'inputs' and/or 'outputs'. "
                       'Received: %r' % (op.name, op.backward_reads))
@@ -322,16 +354,17 @@ def shape_assign(shapes, i, shape, what):
                          % (what, list(shapes[i]), shape))
 
 
-def same_shape(p, in_shapes, aux_shapes, names=None):
-    """Inference for ops whose inputs and single output share one shape.
+def same_shape(p, in_shapes, aux_shapes, out_shapes):
+    """``infer_shape`` of ops whose inputs and single output share one shape.
 
     Parameters
     ----------
     p : Params
-        Unused (the infer_shape signature).
-    in_shapes, aux_shapes : list of tuple or None
-    names : list of str, optional
-        Input names for messages (default ``input 0``, ``input 1`` ...).
+        Unused.
+    in_shapes, aux_shapes, out_shapes : list of tuple or None
+        See the module docstring; the first known input gives every other
+        input and the output, or, with no input known, the known output gives
+        them (elementwise: the output's shape is the inputs').
 
     Returns
     -------
@@ -340,13 +373,16 @@ def same_shape(p, in_shapes, aux_shapes, names=None):
     Raises
     ------
     ShapeError
-        When two known inputs differ (see :func:`shape_assign`).
+        When two known inputs differ (see :func:`shape_assign`; a single input
+        is named ``data``, several ``arg0``, ``arg1``, ... as ``add_n``'s).
     """
-    known = next((s for s in in_shapes if s is not None), None)
     ins = list(in_shapes)
+    known = next((s for s in ins if s is not None), None)
+    if known is None and out_shapes and out_shapes[0] is not None:
+        known = tuple(out_shapes[0])
     if known is not None:
         for i in range(len(ins)):
-            shape_assign(ins, i, known, names[i] if names else 'input %d' % i)
+            shape_assign(ins, i, known, 'data' if len(ins) == 1 else 'arg%d' % i)
     return ins, [known], list(aux_shapes)
 
 

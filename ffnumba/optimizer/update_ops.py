@@ -135,7 +135,7 @@ def _hp(p, extra, dtype):
 def _make(name, fused, states, fields, extra, mp):
     args = ['weight', 'grad'] + states + (['weight32'] if mp else [])
 
-    def infer_shape(p, in_shapes, aux_shapes):
+    def infer_shape(p, in_shapes, aux_shapes, out_shapes):
         ins = list(in_shapes)
         known = next((s for s in ins if s is not None), None)
         if known is not None:

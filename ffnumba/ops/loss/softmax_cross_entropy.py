@@ -38,7 +38,7 @@ cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = []
 
 
-def _infer(p, in_shapes, aux_shapes):
+def _infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     if d is not None:

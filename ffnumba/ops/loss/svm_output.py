@@ -53,7 +53,7 @@ class SVMOutputParam(Params):
         require_finite(self, 'margin', 'regularization_coefficient')
 
 
-def _infer(p, in_shapes, aux_shapes):
+def _infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     if d is not None:

@@ -195,7 +195,7 @@ register_op(OpDef(
     name='Dropout',
     float_only=True,
     arguments=['data'],
-    infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
+    infer_shape=same_shape,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
     backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
     params=DropoutParam,

@@ -47,7 +47,7 @@ class EmbeddingParam(Params):
     sparse_grad = Field(bool, False, 'Accepted; the gradient is always dense here.')
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])[:-1]

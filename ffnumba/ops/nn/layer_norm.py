@@ -133,7 +133,7 @@ def _stat_shape(op, p, shape):
 
 
 def _make_infer(op):
-    def infer(p, in_shapes, aux_shapes, out_shapes=None):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         ins = list(in_shapes)
         if ins[0] is None and out_shapes and out_shapes[0] is not None:
             ins[0] = tuple(out_shapes[0])

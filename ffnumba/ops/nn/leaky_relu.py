@@ -135,7 +135,7 @@ def _outputs(p):
     return ['output', 'mask'] if p.act_type == 'rrelu' else ['output']
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])

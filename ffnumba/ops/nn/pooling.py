@@ -166,7 +166,7 @@ def _out_spatial(p, data):
     return tuple(out)
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     """The output from the data and params (no inputs to fill)."""
     data = in_shapes[0]
     if data is None:

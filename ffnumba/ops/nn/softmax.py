@@ -307,7 +307,7 @@ def _inv_temperature(p):
     return 1.0 if p.temperature is None else 1.0 / p.temperature
 
 
-def _softmax_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _softmax_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])

@@ -72,7 +72,7 @@ def _check4(name, shape):
                          % (name, tuple(shape)))
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     names = _arguments(p)
     d0 = ins[0]

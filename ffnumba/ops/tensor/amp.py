@@ -99,7 +99,7 @@ def _finite_args(p):
                                                           for i in range(p.num_arrays)]
 
 
-def _finite_shape(p, in_shapes, aux_shapes):
+def _finite_shape(p, in_shapes, aux_shapes, out_shapes):
     return list(in_shapes), [(1,)], []
 
 
@@ -162,7 +162,7 @@ def _amp_cast_type(p, in_types, aux_types):
     return [t], [np_dtype(p.dtype) if _is_float(t) else np.dtype(t)], []
 
 
-def _same_shapes(p, in_shapes, aux_shapes):
+def _same_shapes(p, in_shapes, aux_shapes, out_shapes):
     return list(in_shapes), [None if s is None else tuple(s) for s in in_shapes], []
 
 

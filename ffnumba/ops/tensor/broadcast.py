@@ -63,7 +63,7 @@ def broadcast_shape(lshape, rshape):
     return tuple(out)
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None or ins[1] is None:
         return ins, [None], list(aux_shapes)

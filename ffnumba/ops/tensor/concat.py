@@ -42,7 +42,7 @@ def _concat_args(p):
     return ['arg%d' % i for i in range(p.num_args)]
 
 
-def _concat_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _concat_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     o = out_shapes[0] if out_shapes else None
     names = _concat_args(p)
@@ -158,7 +158,7 @@ def _split_outputs(p):
     return ['output%d' % i for i in range(p.num_outputs)]
 
 
-def _split_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _split_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     k = p.num_outputs
     d = ins[0]
@@ -274,7 +274,7 @@ def _slice_range(p, shape):
     return a, b, e
 
 
-def _slice_infer(p, in_shapes, aux_shapes):
+def _slice_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     if d is None:

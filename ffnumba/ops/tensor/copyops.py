@@ -69,7 +69,7 @@ def _squeeze_out(p, d):
     return out if out else (1,)
 
 
-def _squeeze_infer(p, in_shapes, aux_shapes):
+def _squeeze_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else _squeeze_out(p, d)], list(aux_shapes)
 
@@ -117,7 +117,7 @@ def _rlike_out(p, lhs, rhs):
     return out
 
 
-def _rlike_infer(p, in_shapes, aux_shapes):
+def _rlike_infer(p, in_shapes, aux_shapes, out_shapes):
     lhs, rhs = in_shapes
     out = None if lhs is None or rhs is None else _rlike_out(p, lhs, rhs)
     return list(in_shapes), [out], list(aux_shapes)
@@ -218,7 +218,7 @@ register_op(OpDef(
     name='add_n',
     aliases=('ElementWiseSum',),
     arguments=lambda p: ['arg%d' % i for i in range(p.num_args)],
-    infer_shape=lambda p, i, a: same_shape(p, i, a, ['arg%d' % k for k in range(len(i))]),
+    infer_shape=same_shape,
     forward={'cpu': _addn_forward, 'gpu': _addn_forward},
     backward={'cpu': _addn_backward, 'gpu': _addn_backward},
     params=AddNParam,
@@ -236,7 +236,7 @@ def _int64_out(p, in_types, aux_types):
 
 
 def _make_meta(name, value_of, doc):
-    def infer(p, in_shapes, aux_shapes):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         d = in_shapes[0]
         return list(in_shapes), [None if d is None else (len(value_of((0,) * len(d))),)], \
             list(aux_shapes)

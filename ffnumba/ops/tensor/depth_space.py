@@ -89,7 +89,7 @@ def _plan(name, d, b):
 
 
 def _make(name, inverse):
-    def infer_shape(p, in_shapes, aux_shapes):
+    def infer_shape(p, in_shapes, aux_shapes, out_shapes):
         ins = list(in_shapes)
         d = ins[0]
         if d is None:

@@ -78,7 +78,7 @@ def _plan(k, axis1, axis2, d):
     return Plan(maps, [1] * len(maps))
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return [None], [None], []

@@ -124,7 +124,7 @@ def dot_shape(lshape, rshape, ta, tb):
     return (lfree + rfree) or (1,)
 
 
-def _dot_infer(p, in_shapes, aux_shapes):
+def _dot_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None or ins[1] is None:
         return ins, [None], list(aux_shapes)
@@ -199,7 +199,7 @@ def batch_dot_shape(lshape, rshape, ta, tb):
     return tuple(lshape[:-2]) + (n, m)
 
 
-def _bdot_infer(p, in_shapes, aux_shapes):
+def _bdot_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None or ins[1] is None:
         return ins, [None], list(aux_shapes)

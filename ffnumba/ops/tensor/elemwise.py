@@ -69,7 +69,7 @@ class ScalarParam(Params):
     _ignored = ('is_int',)
 
 
-def _binary_shape(p, in_shapes, aux_shapes):
+def _binary_shape(p, in_shapes, aux_shapes, out_shapes):
     a, b = in_shapes
     if a is not None and b is not None and tuple(a) != tuple(b):
         raise ShapeError('elementwise operands must have the same shape (use broadcast_* ops to '
@@ -79,7 +79,7 @@ def _binary_shape(p, in_shapes, aux_shapes):
     return [known, known], [known], list(aux_shapes)
 
 
-def _unary_shape(p, in_shapes, aux_shapes):
+def _unary_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else tuple(d)], list(aux_shapes)
 

@@ -35,7 +35,7 @@ class GatherIndexError(FFError, IndexError):
     """An index of ``gather_nd`` outside its axis (an ``IndexError``, as in MXNet)."""
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     d, i = in_shapes
     if d is None or i is None:
         return list(in_shapes), [None], []

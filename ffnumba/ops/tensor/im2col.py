@@ -155,7 +155,7 @@ def _run(dev, img, col, g, to_col, req='write'):
                   to_col)
 
 
-def _im2col_shape(p, in_shapes, aux_shapes):
+def _im2col_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return [None], [None], []
@@ -166,7 +166,7 @@ def _im2col_shape(p, in_shapes, aux_shapes):
     return [tuple(d)], [(d[0], d[1] * g[0] * g[1], g[10] * g[11])], []
 
 
-def _col2im_shape(p, in_shapes, aux_shapes):
+def _col2im_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return [None], [None], []

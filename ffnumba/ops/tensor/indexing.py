@@ -88,7 +88,7 @@ class TakeParam(Params):
                  choices=('clip', 'wrap', 'raise'))
 
 
-def _take_infer(p, in_shapes, aux_shapes):
+def _take_infer(p, in_shapes, aux_shapes, out_shapes):
     a, idx = in_shapes
     if a is None or idx is None:
         return list(in_shapes), [None], list(aux_shapes)
@@ -226,7 +226,7 @@ def _pick_dims(p, d, op='pick'):
     return a, int(np.prod(d[:a])), d[a], int(np.prod(d[a + 1:]))
 
 
-def _pick_infer(p, in_shapes, aux_shapes):
+def _pick_infer(p, in_shapes, aux_shapes, out_shapes):
     d, idx = in_shapes
     if d is None:
         return list(in_shapes), [None], list(aux_shapes)
@@ -336,7 +336,7 @@ def _bt_types(p, in_types, aux_types):
     return [a, idx], [a], list(aux_types)
 
 
-def _bt_infer(p, in_shapes, aux_shapes):
+def _bt_infer(p, in_shapes, aux_shapes, out_shapes):
     a, idx = in_shapes
     if a is None or idx is None:
         return list(in_shapes), [None if idx is None else tuple(idx)], list(aux_shapes)
@@ -409,7 +409,7 @@ class OneHotParam(Params):
     dtype = Field('dtype', 'float32', 'Output dtype.')
 
 
-def _one_hot_infer(p, in_shapes, aux_shapes):
+def _one_hot_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else tuple(d) + (p.depth,)], list(aux_shapes)
 

@@ -93,7 +93,7 @@ def _pad_plan(p, shapes):
                  for a, n in enumerate(d)], cstrides(d))
 
 
-def _pad_infer(p, in_shapes, aux_shapes):
+def _pad_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else _pad_check(p, d)], list(aux_shapes)
 
@@ -156,7 +156,7 @@ def _crop_box(p, shapes):
     return d, y, x, h, w
 
 
-def _crop_infer(p, in_shapes, aux_shapes):
+def _crop_infer(p, in_shapes, aux_shapes, out_shapes):
     if any(s is None for s in in_shapes):
         return list(in_shapes), [None], list(aux_shapes)
     d, _, _, h, w = _crop_box(p, in_shapes)

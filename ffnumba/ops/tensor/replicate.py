@@ -44,7 +44,7 @@ def _register(name, params, infer, plan, doc, aliases=(), args=('data',), docs=N
 
 
 def _one_input(out_fn):
-    def infer(p, in_shapes, aux_shapes):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         d = in_shapes[0]
         return list(in_shapes), [None if d is None else tuple(out_fn(p, tuple(d)))], \
             list(aux_shapes)
@@ -205,7 +205,7 @@ def _blike_out(p, d, like):
     return tuple(out)
 
 
-def _blike_infer(p, in_shapes, aux_shapes):
+def _blike_infer(p, in_shapes, aux_shapes, out_shapes):
     d, like = in_shapes
     if d is None or like is None:
         return list(in_shapes), [None], list(aux_shapes)

@@ -258,7 +258,7 @@ def reshape_shape(p, dshape):
     return out
 
 
-def _reshape_infer(p, in_shapes, aux_shapes):
+def _reshape_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     out = None if ins[0] is None else reshape_shape(p, ins[0])
     return ins, [out], list(aux_shapes)
@@ -304,7 +304,7 @@ def _perm(p, ndim, shape):
     return axes
 
 
-def _transpose_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _transpose_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     o = out_shapes[0] if out_shapes else None
@@ -368,7 +368,7 @@ class ExpandDimsParam(Params):
     axis = Field(int, doc='Where to insert the new axis, in [-ndim-1, ndim].')
 
 
-def _expand_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _expand_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     o = out_shapes[0] if out_shapes else None
@@ -419,7 +419,7 @@ def _cast_type(p, in_types, aux_types):
     return list(in_types), [np_dtype(p.dtype)], list(aux_types)
 
 
-def _cast_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _cast_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     o = out_shapes[0] if out_shapes else None
     if ins[0] is None and o is not None:

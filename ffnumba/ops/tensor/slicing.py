@@ -111,7 +111,7 @@ def _slice_plan(p, shapes):
     return Plan([np.arange(r.start, r.stop, r.step) for r in rs], st)
 
 
-def _slice_infer(p, in_shapes, aux_shapes):
+def _slice_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     out = None if d is None else tuple(len(r) for r in slice_ranges(p, d))
     return list(in_shapes), [out], list(aux_shapes)
@@ -165,7 +165,7 @@ def _like_sizes(p, d, like):
     return tuple(out)
 
 
-def _slice_like_infer(p, in_shapes, aux_shapes):
+def _slice_like_infer(p, in_shapes, aux_shapes, out_shapes):
     d, like = in_shapes
     out = None if d is None or like is None else _like_sizes(p, d, like)
     return list(in_shapes), [out], list(aux_shapes)
@@ -288,7 +288,7 @@ def _split_outputs(p):
     return ['output%d' % i for i in range(_n_parts(p))]
 
 
-def _split_infer(p, in_shapes, aux_shapes):
+def _split_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return list(in_shapes), [None] * _n_parts(p), list(aux_shapes)
