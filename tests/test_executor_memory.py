@@ -291,3 +291,30 @@ def test_debug_str_lists_backward_nodes_and_storages_like_mxnet():
     mb = exe._plan.total_bytes >> 20
     assert text.endswith('Total %d MB allocated\nTotal 0 TempSpace resource requested\n' % mb)
     assert len(re.findall(r'^\ts\d+: ', text, re.M)) == len(exe._plan.nbytes)
+
+
+@pytest.mark.parametrize('op_name, wrong', [('Convolution', ('weight',)),
+                                            ('SoftmaxOutput', ('output',)),
+                                            ('Pooling', ())])
+def test_a_wrong_backward_reads_declaration_is_caught(op_name, wrong, monkeypatch):
+    """check_backward_reads (OpCase.test_backward_reads) fails for a declaration that leaves
+    out a value the backward reads."""
+    from ffnumba.testing.reads import check_backward_reads
+    data = sym.Variable('data')
+    if op_name == 'Convolution':
+        net = sym.Convolution(data, num_filter=2, kernel=(2, 2), name='op')
+        loc = {'data': np.random.RandomState(0).uniform(-1, 1, (2, 3, 4, 4))}
+    elif op_name == 'Pooling':
+        net = sym.Pooling(data, kernel=(2, 2), pool_type='max', name='op')
+        loc = {'data': np.random.RandomState(0).uniform(-1, 1, (2, 3, 4, 4))}
+    else:
+        net = sym.SoftmaxOutput(data, sym.Variable('label'), name='op')
+        loc = {'data': np.random.RandomState(0).uniform(-1, 1, (4, 3)),
+               'label': np.array([0., 2., 1., 1.])}
+    for n, s in zip(net.list_arguments(), net.infer_shape(data=loc['data'].shape)[0]):
+        loc.setdefault(n, np.random.RandomState(1).uniform(-1, 1, s))
+    head = op_name != 'SoftmaxOutput'
+    check_backward_reads(net, loc, op_name=op_name, head_grads=head)     # the real one holds
+    monkeypatch.setattr(get_op(op_name), 'backward_reads', wrong)
+    with pytest.raises(AssertionError, match='declares backward_reads'):
+        check_backward_reads(net, loc, op_name=op_name, head_grads=head)
