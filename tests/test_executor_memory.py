@@ -318,3 +318,25 @@ def test_a_wrong_backward_reads_declaration_is_caught(op_name, wrong, monkeypatc
     monkeypatch.setattr(get_op(op_name), 'backward_reads', wrong)
     with pytest.raises(AssertionError, match='declares backward_reads'):
         check_backward_reads(net, loc, op_name=op_name, head_grads=head)
+
+
+@pytest.mark.gpu
+def test_gpu_plan_shares_equal_shapes_and_matches_cpu():
+    """On a GPU values share storages of equal shape and dtype; gradients equal the CPU's."""
+    net = resnetish()
+    grads = []
+    for ctx in (ff.cpu(), ff.gpu(0)):
+        exe = net.simple_bind(ctx, data=(2, 3, 6, 6), sm_label=(2,),
+                              type_dict={'data': 'float64'})
+        rng = np.random.RandomState(5)
+        for name, a in exe.arg_dict.items():
+            a[:] = rng.randint(0, 3, a.shape) if name == 'sm_label' \
+                else rng.uniform(-1, 1, a.shape)
+        for _ in range(2):
+            exe.forward(is_train=True)
+            exe.backward()
+        grads.append({k: g.asnumpy() for k, g in exe.grad_dict.items() if g is not None})
+        if ctx.device_type == 'gpu':
+            assert any(len(h) > 1 for h in exe._plan.held)
+    for k in grads[0]:
+        np.testing.assert_allclose(grads[1][k], grads[0][k], rtol=1e-10, atol=1e-12, err_msg=k)
