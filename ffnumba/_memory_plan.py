@@ -219,7 +219,7 @@ class _Pool:
     def __init__(self, plan, gpu):
         self.plan, self.gpu, self.free = plan, gpu, {}
 
-    def request(self, label, shape, dtype):
+    def request(self, shape, dtype):
         nb = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         key = (tuple(shape), np.dtype(dtype).str) if self.gpu else None
         free, plan = self.free.get(key, []), self.plan
@@ -334,7 +334,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
                     views[e] = _zeros(shapes[e], types[e], ctx)
                     plan.own_bytes += views[e]._data.nbytes
                 continue
-            plan.fwd[e] = pool.request(e, shapes[e], types[e])
+            plan.fwd[e] = pool.request(shapes[e], types[e])
         if shared is None:
             for e in release.get(nid, ()):
                 pool.release(plan.fwd[e], shapes[e], types[e])
@@ -346,7 +346,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
 
         def take(e):
             if e not in var_reqs and e not in plan.grad:
-                plan.grad[e] = pool.request(('grad', e), shapes[e], types[e])
+                plan.grad[e] = pool.request(shapes[e], types[e])
 
         plan.steps = _backward_steps(view, need, node_bwd, var_reqs)
         for step in plan.steps:
@@ -357,7 +357,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
             temps = []
             for pos, e, dup in ins:
                 if dup:
-                    sid = pool.request(('tmp', nid, pos), shapes[e], types[e])
+                    sid = pool.request(shapes[e], types[e])
                     gentries[(nid, pos)] = (sid, e)
                     temps.append((sid, e))
                 else:
