@@ -3,6 +3,7 @@
     python benchmarks/memory.py                                   # ffnumba, plan on and off
     python benchmarks/memory.py --mxnet-python /work/mxref/bin/python   # and MXNet 1.9.1
     python benchmarks/memory.py --batch 64 --nets mlp,lenet
+    python benchmarks/memory.py --baseline /tmp/membase     # and another ffnumba checkout
 
 Each net is bound for training as ``Module`` binds it (``grad_req='write'`` for the
 parameters, ``'null'`` for data and label) and the script prints what the
@@ -12,6 +13,8 @@ auxiliary arrays it is bound to are not counted, as in MXNet):
 
 * ffnumba with its memory plan, and with ``FFNUMBA_MEMORY_PLAN=0`` (every
   value its own buffer), in MB with two decimals;
+* with ``--baseline DIR``, the ffnumba checkout in DIR (say a ``git worktree`` of
+  the commit before a change) bound the same way;
 * MXNet 1.9.1's ``debug_str()`` total (whole MB, as MXNet prints it) when
   ``--mxnet-python`` names a Python with ``mxnet`` (run with
   ``MXNET_MKLDNN_ENABLED=0``).
@@ -97,6 +100,7 @@ def main():
     ap.add_argument('--nets', default=','.join(NETS))
     ap.add_argument('--batch', type=int, default=64)
     ap.add_argument('--mxnet-python', default=None)
+    ap.add_argument('--baseline', default=None, help='another ffnumba checkout to compare')
     ap.add_argument('--worker', default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     nets = args.nets.split(',')
@@ -105,6 +109,11 @@ def main():
         return
     planned = child(sys.executable, 'ffnumba', nets, args.batch)
     unplanned = child(sys.executable, 'ffnumba', nets, args.batch, {'FFNUMBA_MEMORY_PLAN': '0'})
+    base = {}
+    if args.baseline:
+        path = os.path.abspath(args.baseline)
+        base = child(sys.executable, 'ffnumba', nets, args.batch,
+                     {'PYTHONPATH': path + os.pathsep + os.environ.get('PYTHONPATH', '')})
     mx = {}
     if args.mxnet_python:
         mx = child(args.mxnet_python, 'mxnet', nets, args.batch, {'MXNET_MKLDNN_ENABLED': '0'})
@@ -117,10 +126,11 @@ def main():
 
     print('training executor memory, batch %d (MB the executor allocates; params, their '
           'gradients and aux states not counted)' % args.batch)
-    print('%-22s %14s %14s %14s' % ('net', 'ffnumba plan', 'no plan', 'MXNet 1.9.1'))
+    print('%-22s %14s %14s %14s %14s' % ('net', 'ffnumba plan', 'no plan', 'baseline',
+                                         'MXNet 1.9.1'))
     for n in nets:
-        print('%-22s %14s %14s %14s' % (n, mb(planned, n), mb(unplanned, n),
-                                        ('%d' % mx[n][0]) if n in mx else '-'))
+        print('%-22s %14s %14s %14s %14s' % (n, mb(planned, n), mb(unplanned, n), mb(base, n),
+                                             ('%d' % mx[n][0]) if n in mx else '-'))
 
 
 if __name__ == '__main__':
