@@ -340,3 +340,27 @@ def test_gpu_plan_shares_equal_shapes_and_matches_cpu():
             assert any(len(h) > 1 for h in exe._plan.held)
     for k in grads[0]:
         np.testing.assert_allclose(grads[1][k], grads[0][k], rtol=1e-10, atol=1e-12, err_msg=k)
+
+
+def test_reshaped_executor_plans_its_gradients_and_matches_a_fresh_one():
+    """Executor.reshape: forward values are views of the old executor's storages, the
+    intermediate gradients get a plan of their own; gradients equal a fresh bind's."""
+    net = resnetish()
+    big = net.simple_bind(ff.cpu(), data=(4, 3, 6, 6), sm_label=(4,),
+                          type_dict={'data': 'float64'})
+    small = big.reshape(data=(2, 3, 6, 6), sm_label=(2,))
+    fresh = net.simple_bind(ff.cpu(), data=(2, 3, 6, 6), sm_label=(2,),
+                            type_dict={'data': 'float64'})
+    rng = np.random.RandomState(2)
+    for name, a in fresh.arg_dict.items():
+        a[:] = rng.randint(0, 3, a.shape) if name == 'sm_label' else rng.uniform(-1, 1, a.shape)
+        small.arg_dict[name][:] = a.asnumpy()
+    big.forward(is_train=True)
+    big.backward()
+    for exe in (small, fresh):
+        exe.forward(is_train=True)
+        exe.backward()
+    assert small._plan.grad and not small._plan.fwd
+    for k, g in fresh.grad_dict.items():
+        np.testing.assert_allclose(small.grad_dict[k].asnumpy(), g.asnumpy(), rtol=1e-12,
+                                   atol=1e-15, err_msg=k)
