@@ -243,9 +243,9 @@ class _Pool:
 
 
 def _backward_steps(view, need, node_bwd, var_reqs):
-    """The contributions ``backward()`` writes, in its order.
+    """The contributions ``backward()`` writes, in its order, as a list.
 
-    Yields ``('head', e)`` for each head gradient the user gives, then per
+    ``('head', e)`` for each head gradient the user gives, then per
     running node ``('node', nid, [(pos, e, dup)...])`` for its input
     gradients (``dup``: a repeated input, written to a temporary).
     """
