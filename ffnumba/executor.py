@@ -23,8 +23,8 @@ executor its own random generator from ``ff.random.spawn()``).
 import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             report, zero_gradient, _arrays, _copy_into, _host_values, _is_gpu,
-                             _reraise, _view_of, _zeros)  # noqa: F401
+                             report, sharing_enabled, zero_gradient, _arrays, _copy_into,
+                             _host_values, _is_gpu, _reraise, _view_of, _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -110,6 +110,7 @@ class Executor:
             if self._grad_req[n] != 'null' and g.shape != a.shape:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
+        self._keep_all = False
         self._setup(_inferred, None if _reshaped is None else _reshaped._nd_of)
         self._monitor = None
         self._warm = set()   # passes that have run once (compile_notice)
@@ -148,18 +149,14 @@ class Executor:
             if self._grad_req[name] != 'null':
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
-        need, node_bwd, keep, unreached = plan_gradients(view, self._var_req)
-        plan_memory(view, shapes, types, ctx, nd_of, keep, shared)
-        self._keep = keep
+        need, node_bwd, keep, unreached = plan_gradients(view, self._var_req, self._keep_all)
+        self._plan, tmps = plan_memory(view, shapes, types, ctx, nd_of, keep, shared,
+                                       (need, node_bwd, self._var_req, gbuf), sharing_enabled())
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
         rng = _random.spawn()
         self._rng = rng
-        for nid in range(len(view.nodes)):
-            if node_bwd[nid]:
-                for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                    gbuf[e] = _zeros(shapes[e], types[e], ctx)._data
         # arguments behind BlockGrad only: their 'write' gradient is zero
         self._zero_grads = [gbuf[e] for e in unreached if self._var_req[e] == 'write']
         self._need, self._gbuf = need, gbuf
@@ -207,14 +204,14 @@ class Executor:
             r.ograds = [None] * len(outs) if node.op.is_loss else [gbuf[e] for e in outs]
             r.igrads, r.reqs, r.post = [], [], []
             seen = set()
-            for e in view.in_entries[r.nid][:node.num_args]:
+            for pos, e in enumerate(view.in_entries[r.nid][:node.num_args]):
                 if not need[e]:
                     r.igrads.append(None)
                     r.reqs.append('null')
                     continue
                 req = contrib_req(e)
                 if e in seen:
-                    tmp = _zeros(shapes[e], types[e], ctx)._data
+                    tmp = tmps[(r.nid, pos)]
                     r.igrads.append(tmp)
                     r.reqs.append('write')
                     r.post.append((tmp, gbuf[e]))
@@ -412,10 +409,17 @@ class Executor:
         is requested). With ``monitor_all``, the forward inputs
         (``<node>_<input>``) and the backward's inputs
         (``<node>_backward_input<i>``: head gradients, then the forward
-        inputs) are reported too.
+        inputs) are reported too; a training executor then stops sharing
+        the buffers of the values a backward does not read (a new memory
+        plan: :attr:`outputs` are new arrays).
         """
         self._monitor = callback
         self._monitor_all = bool(monitor_all)
+        if self._monitor_all and not self._keep_all and self._bwd_plan:
+            # the backward report shows every forward input: keep them all (a new plan,
+            # so `outputs` are new arrays)
+            self._keep_all = True
+            self._setup((self._shapes, self._types))
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy parameter values into this executor's arrays (cast to their dtype).
@@ -498,43 +502,21 @@ class Executor:
                         _reshaped=self)
 
     def debug_str(self):
-        """The symbol's listing, the memory plan, and the memory it takes (MXNet's last lines).
+        """The symbol's listing, the backward nodes and the memory plan (MXNet's format).
 
-        The plan lists each operator node: whether its backward runs, and for
-        each output whether it is a head, kept for a backward that reads it,
-        or in a buffer shared with values computed before or after it. ``Total N MB allocated``
-        counts the buffers this executor made (operator outputs and gradient
+        After the symbol's own listing, each running backward appears as
+        MXNet lists it (``Op:_backward_<op>``, its inputs: the gradients of
+        its outputs and the forward values it reads), then the storage of
+        every operator output and intermediate gradient (see
+        :func:`ffnumba._memory_plan.describe`). ``Total N MB allocated``
+        counts the buffers this executor made (operator outputs, gradient
         buffers), not the argument, gradient and auxiliary arrays it was
         bound to, as MXNet counts its memory plan.
         """
-        view = self._view
-        bound = {id(a._data) for a in self.arg_arrays + self.aux_arrays}
-        bound |= {id(g._data) for g in self.grad_arrays if g is not None}
-        owners = {}
-        for e, a in enumerate(self._nd_of):
-            owners.setdefault(id(a._data), []).append(e)
-        bwd = {r.nid for r in self._bwd_plan}
-        lines = ['Memory plan:']
-        for nid, node in enumerate(view.nodes):
-            if node.op is None:
-                continue
-            outs = []
-            for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                shared = len(owners[id(self._nd_of[e]._data)]) > 1
-                how = 'head' if e in view.heads else 'kept' if e in self._keep else \
-                    'shared' if shared else 'own'
-                outs.append('%s %s' % (view.entry_names()[e], how))
-            lines.append('\t%s (%s): backward %s; %s' % (node.name, node.op.name,
-                                                        'runs' if nid in bwd else 'skipped',
-                                                        ', '.join(outs)))
-        total, seen = 0, set(bound)
-        for a in [x._data for x in self._nd_of] + [g for g in self._gbuf if g is not None]:
-            if id(a) not in seen:
-                seen.add(id(a))
-                total += a.size * np.dtype(a.dtype).itemsize
-        return (self._symbol.debug_str() + '\n'.join(lines)
+        from ._memory_plan import describe
+        return (self._symbol.debug_str() + '\n'.join(describe(self._view, self._plan))
                 + '\nTotal %d MB allocated\nTotal 0 TempSpace resource requested\n'
-                % (total // (1 << 20)))
+                % (self._plan.total_bytes >> 20))
 
     def __repr__(self):
         return '<Executor %s @%s>' % (self._symbol.name or 'group', self._ctx)

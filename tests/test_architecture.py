@@ -27,7 +27,7 @@ LAYERS = [
     ('ops', ['ffnumba.ops', 'ffnumba.ops.*']),
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),
     ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer', 'ffnumba.symbol.infer_partial']),
-    ('executor', ['ffnumba._executor_bind', 'ffnumba.executor']),
+    ('executor', ['ffnumba._memory_plan', 'ffnumba._executor_bind', 'ffnumba.executor']),
     ('symbol', ['ffnumba.symbol', 'ffnumba.symbol.*']),
     ('training parts', ['ffnumba.initializer', 'ffnumba.lr_scheduler', 'ffnumba.metric',
                         'ffnumba._metric_*', 'ffnumba.optimizer', 'ffnumba.optimizer.*', 'ffnumba.kvstore',
@@ -48,6 +48,7 @@ FORBIDDEN = [
     ('ffnumba.layers*', 'ffnumba.jit'),
     ('ffnumba.layers*', 'ffnumba.executor'),
     ('ffnumba.layers*', 'ffnumba._executor_bind'),
+    ('ffnumba.layers*', 'ffnumba._memory_plan'),
     # the graph layer computes no numbers and holds no arrays
     ('ffnumba.symbol.graph', 'ffnumba.ndarray*'),
     ('ffnumba.symbol.infer', 'ffnumba.ndarray*'),

@@ -143,10 +143,14 @@ class OpDef:
         inference then raises :class:`~ffnumba.base.DTypeError` naming the
         input and its dtype, instead of letting an int or bool array reach
         float kernels (a numba typing error or silently truncated numbers).
-    backward_reads : tuple of {'inputs', 'outputs'} or callable(p) -> tuple, default both
-        Which forward values the backward reads. The training executor keeps
-        those of every node whose backward runs and shares the buffers of the
-        rest as in inference (``()``: the backward needs neither, e.g. a copy).
+    backward_reads : tuple of str or callable(p) -> tuple, default ('inputs', 'outputs')
+        Which forward values the backward reads: ``'inputs'`` (every argument),
+        ``'outputs'`` (every visible output), or single argument and output
+        names (``('label', 'output')``). The training executor keeps those of
+        every node whose backward runs and shares the buffers of the rest
+        (``()``: the backward needs neither, e.g. a copy). An op built on
+        ``templates.make_unary`` declares it from its ``grad_uses``. Each
+        declaration is checked by ``OpCase.test_backward_reads``.
     passes_gradient : bool, default True
         False for an op whose inputs get no gradient (``BlockGrad``): the
         executor runs no backward through it, nor above it on its account.
@@ -184,6 +188,10 @@ class OpDef:
             self.infer_type = _float_checked(self, self.infer_type)
         if self.hint is None:
             self.hint = self.name.lower()
+        if self.backward_reads == ('inputs', 'outputs'):
+            # a kernel template that knows what it reads (templates.make_unary) says so
+            self.backward_reads = getattr(self.backward.get('cpu'), 'backward_reads',
+                                          self.backward_reads)
 
     def parse_params(self, kwargs):
         """Typed params from user kwargs or JSON attr strings."""
@@ -260,9 +268,19 @@ def register_op(op):
     if _positional_arity(op.infer_shape) != len(INFER_SHAPE_ARGS):
         raise FFError('register_op: %s infer_shape must take exactly (%s), no defaults. '
                       'Received: %s' % (op.name, ', '.join(INFER_SHAPE_ARGS), op.infer_shape))
-    if not callable(op.backward_reads) and not set(op.backward_reads) <= {'inputs', 'outputs'}:
-        raise FFError("register_op: %s backward_reads must name 'inputs' and/or 'outputs'. "
-                      'Received: %r' % (op.name, op.backward_reads))
+    if not callable(op.backward_reads):
+        known = {'inputs', 'outputs'}
+        if not callable(op.arguments):
+            known.update(op.arguments)
+        if not callable(op.outputs):
+            known.update(op.outputs)
+        if isinstance(op.backward_reads, str) or not all(
+                isinstance(r, str) for r in op.backward_reads) or (
+                not callable(op.arguments) and not callable(op.outputs)
+                and not set(op.backward_reads) <= known):
+            raise FFError("register_op: %s backward_reads must name 'inputs', 'outputs' or "
+                          'arguments and outputs of the op (%s). Received: %r'
+                          % (op.name, sorted(known), op.backward_reads))
     for cname in {op.variadic, 'num_args', 'num_outputs'} - {None}:
         count = op.params._fields.get(cname)
         if count is not None and count.kind is int and count.high is None:

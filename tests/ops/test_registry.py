@@ -149,3 +149,39 @@ def test_param_errors_name_op_field_and_value():
     a = get_op('Convolution').parse_params({'kernel': '(3, 3)', 'num_filter': '8', 'no_bias': 'True'})
     b = get_op('Convolution').parse_params({'kernel': (3, 3), 'num_filter': 8, 'no_bias': True})
     assert a == b and a.kernel == (3, 3) and a.no_bias is True
+
+
+def _checked_reads():
+    """Ops whose ``backward_reads`` some collected OpCase checks (a differentiable case)."""
+    from ffnumba.testing import OpCase
+    _opcase_ops()
+    found, todo = set(), list(OpCase.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.op is not None and cls.__name__.startswith('Test') and \
+                callable(cls.test_backward_reads) and cls()._all_cases():
+            found.add(get_op(cls.op).name)
+    return found
+
+
+def test_every_backward_reads_declaration_is_checked():
+    """Each op that declares what its backward reads (the training executor shares the rest)
+    has an OpCase whose ``test_backward_reads`` runs its backward on garbage in the rest;
+    ops whose gradient is identically zero, and BlockGrad, are exempt (no backward of
+    theirs reads anything)."""
+    from ffnumba._memory_plan import zero_gradient
+    from ffnumba.symbol.graph import Node
+    declared = [n for n in _real(list_ops())
+                if get_op(n).backward_reads != ('inputs', 'outputs')]
+    zero = set()
+    for n in declared:
+        op = get_op(n)
+        try:
+            node = Node(op, 'x', op.parse_params({}))
+        except FFError:
+            continue
+        if zero_gradient(node) or not op.passes_gradient:    # no backward reads anything
+            zero.add(n)
+    missing = sorted(set(declared) - _checked_reads() - zero)
+    assert not missing, 'backward_reads declared but never checked: %s' % missing

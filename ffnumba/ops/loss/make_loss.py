@@ -135,6 +135,7 @@ _FWD = {'cpu': _copy_cpu, 'gpu': COPY_FORWARD['gpu']}
 
 register_op(OpDef(
     name='MakeLoss',
+    backward_reads=(),
     float_only=True,
     arguments=['data'],
     infer_shape=same_shape,
@@ -148,6 +149,7 @@ register_op(OpDef(
 
 register_op(OpDef(
     name='make_loss',
+    backward_reads=(),
     float_only=True,
     arguments=['data'],
     infer_shape=same_shape,

@@ -151,6 +151,7 @@ for _name, _fwd, _sign in (
     register_op(OpDef(
         name=_name,
         float_only=True,
+        backward_reads=('label', 'output'),
         arguments=['data', 'label'],
         infer_shape=_infer_shape,
         forward=_fwd,

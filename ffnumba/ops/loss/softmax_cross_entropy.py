@@ -204,6 +204,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='softmax_cross_entropy',
+    backward_reads=('data', 'label'),
     float_only=('data',),
     arguments=['data', 'label'],
     infer_shape=_infer,

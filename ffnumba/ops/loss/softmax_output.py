@@ -335,6 +335,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='SoftmaxOutput',
+    backward_reads=('label', 'output'),   # dx = (y - onehot(label)) * scale
     float_only=True,
     aliases=('Softmax',),
     arguments=['data', 'label'],

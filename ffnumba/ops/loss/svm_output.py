@@ -158,6 +158,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='SVMOutput',
+    backward_reads=('data', 'label'),
     float_only=('data',),
     arguments=['data', 'label'],
     params=SVMOutputParam,

@@ -454,6 +454,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='BatchNorm',
+    backward_reads=('data', 'gamma'),   # batch mean/var live in the node's state
     float_only=True,
     arguments=['data', 'gamma', 'beta'],
     aux=['moving_mean', 'moving_var'],

@@ -361,6 +361,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Convolution',
+    backward_reads=('data', 'weight'),   # dx = W * dy, dW = x * dy, db = sum dy
     float_only=True,
     arguments=_arguments,
     infer_shape=_infer_shape,

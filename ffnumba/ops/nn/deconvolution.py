@@ -208,6 +208,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Deconvolution',
+    backward_reads=('data', 'weight'),
     float_only=True,
     arguments=_arguments,
     infer_shape=_infer_shape,

@@ -193,6 +193,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Dropout',
+    backward_reads=(),   # dx = dy * mask; the mask lives in the node's state
     float_only=True,
     arguments=['data'],
     infer_shape=same_shape,

@@ -183,6 +183,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Embedding',
+    backward_reads=('data',),   # the indices; dW scatters dy
     float_only=('weight',),
     arguments=['data', 'weight'],
     params=EmbeddingParam,

@@ -183,6 +183,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='L2Normalization',
+    backward_reads=('data',),
     float_only=True,
     arguments=['data'],
     num_hidden_outputs=1,

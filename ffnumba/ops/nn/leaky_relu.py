@@ -430,8 +430,15 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                   in_grads[0].reshape(-1), req[0] == 'add')
 
 
+
+def _backward_reads(p):
+    """leaky, elu, selu, gelu: the derivative at x; prelu: x and gamma; rrelu: x and the mask."""
+    return {'prelu': ('data', 'gamma'), 'rrelu': ('data', 'mask')}.get(p.act_type, ('data',))
+
+
 _OP = register_op(OpDef(
     name='LeakyReLU',
+    backward_reads=_backward_reads,
     float_only=True,
     arguments=_arguments,
     outputs=_outputs,

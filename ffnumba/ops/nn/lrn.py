@@ -213,6 +213,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='LRN',
+    backward_reads=('data',),
     float_only=True,
     arguments=['data'],
     params=LRNParam,

@@ -344,6 +344,7 @@ for _name, _log, _inv in (('softmax', False, _inv_temperature),
     register_op(OpDef(
         name=_name,
         float_only=('data',),
+        backward_reads=lambda p: ('length', 'output') if p.use_length else ('output',),
         arguments=_arguments,
         params=SoftmaxParam,
         infer_shape=_softmax_shape,
@@ -359,6 +360,7 @@ for _name, _log, _inv in (('softmax', False, _inv_temperature),
 _f, _b = _make(_activation_split, lambda p: 1.0, False)
 register_op(OpDef(
     name='SoftmaxActivation',
+    backward_reads=('output',),
     float_only=True,
     arguments=['data'],
     params=SoftmaxActivationParam,

@@ -384,6 +384,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='UpSampling',
+    backward_reads=lambda p: ('data', 'weight') if p.sample_type == 'bilinear' else (),
     float_only=True,
     arguments=_arguments,
     params=UpSamplingParam,

@@ -190,7 +190,7 @@ def _make_cast(dev):
 _CAST = {dev: _make_cast(dev) for dev in ('cpu', 'gpu')}
 
 register_op(OpDef(
-    name='amp_cast', arguments=['data'], infer_shape=_same_shapes, infer_type=_amp_cast_type,
+    name='amp_cast', arguments=['data'], backward_reads=(), infer_shape=_same_shapes, infer_type=_amp_cast_type,
     forward={d: f for d, (f, _) in _CAST.items()},
     backward={d: b for d, (_, b) in _CAST.items()}, params=AmpCastParam,
     doc='Cast a float array to `dtype` (other dtypes pass unchanged); the gradient is cast '
@@ -214,7 +214,7 @@ def _multicast_type(p, in_types, aux_types):
 
 
 register_op(OpDef(
-    name='amp_multicast', arguments=_multicast_args, infer_shape=_same_shapes,
+    name='amp_multicast', arguments=_multicast_args, backward_reads=(), infer_shape=_same_shapes,
     infer_type=_multicast_type, outputs=lambda p: ['output%d' % i for i in range(p.num_outputs)],
     forward={d: f for d, (f, _) in _CAST.items()},
     backward={d: b for d, (_, b) in _CAST.items()}, params=AmpMultiCastParam,

@@ -132,6 +132,7 @@ def _concat_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux)
 
 register_op(OpDef(
     name='Concat',
+    backward_reads=(),   # slices of dy
     aliases=('concat',),
     arguments=_concat_args,
     infer_shape=_concat_infer,
@@ -238,6 +239,7 @@ def _split_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='SliceChannel',
+    backward_reads=(),
     aliases=('split',),
     arguments=['data'],
     outputs=_split_outputs,
@@ -322,6 +324,7 @@ def _slice_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='slice_axis',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_slice_infer,
     forward={'cpu': _slice_forward, 'gpu': _slice_forward_gpu},

@@ -76,6 +76,7 @@ def _squeeze_infer(p, in_shapes, aux_shapes, out_shapes):
 
 register_op(OpDef(
     name='squeeze',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_squeeze_infer,
     params=SqueezeParam,
@@ -137,6 +138,7 @@ def _rlike_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='reshape_like',
+    backward_reads=(),
     arguments=['lhs', 'rhs'],
     infer_shape=_rlike_infer,
     infer_type=first_type,
@@ -154,6 +156,7 @@ register_op(OpDef(
 # ----------------------------------------------------------------------- _copy
 register_op(OpDef(
     name='_copy',
+    backward_reads=(),
     aliases=('identity',),
     arguments=['data'],
     infer_shape=same_shape,
@@ -216,6 +219,7 @@ def _addn_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='add_n',
+    backward_reads=(),
     aliases=('ElementWiseSum',),
     arguments=lambda p: ['arg%d' % i for i in range(p.num_args)],
     infer_shape=same_shape,

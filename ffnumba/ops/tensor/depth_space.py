@@ -105,7 +105,7 @@ def _make(name, inverse):
                         in_grads[0], req[0])
 
     register_op(OpDef(
-        name=name, arguments=['data'], infer_shape=infer_shape,
+        name=name, arguments=['data'], backward_reads=(), infer_shape=infer_shape,
         forward={'cpu': forward, 'gpu': forward}, backward={'cpu': backward, 'gpu': backward},
         params=DepthSpaceParam,
         doc='%s (the inverse of %s); see the module docs for the formula.\n\n%s'

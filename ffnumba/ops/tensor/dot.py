@@ -298,6 +298,7 @@ _BDOT_FWD, _BDOT_BWD = float64_compute({'cpu': _bdot_forward, 'gpu': _bdot_forwa
 
 register_op(OpDef(
     name='dot',
+    backward_reads=('lhs', 'rhs'),
     arguments=['lhs', 'rhs'],
     infer_shape=_dot_infer,
     forward=_DOT_FWD,
@@ -313,6 +314,7 @@ register_op(OpDef(
 
 register_op(OpDef(
     name='batch_dot',
+    backward_reads=('lhs', 'rhs'),
     arguments=['lhs', 'rhs'],
     infer_shape=_bdot_infer,
     forward=_BDOT_FWD,

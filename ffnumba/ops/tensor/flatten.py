@@ -67,6 +67,7 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
 
 register_op(OpDef(
     name='Flatten',
+    backward_reads=(),   # a copy: dx = dy reshaped
     aliases=('flatten',),
     arguments=['data'],
     infer_shape=_infer_shape,

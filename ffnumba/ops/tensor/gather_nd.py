@@ -173,7 +173,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 
 register_op(OpDef(
-    name='gather_nd', arguments=['data', 'indices'], infer_shape=_infer_shape,
+    name='gather_nd', arguments=['data', 'indices'], backward_reads=('indices',), infer_shape=_infer_shape,
     infer_type=_infer_type,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
     backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},

@@ -217,7 +217,7 @@ for _name, _make, _shape, _params, _doc in (
         ('col2im', _col2im, _col2im_shape, Col2imParam, 'Columns (N, C*prod(kernel), L).')):
     _fb = {d: _make(d) for d in ('cpu', 'gpu')}
     register_op(OpDef(
-        name=_name, arguments=['data'], infer_shape=_shape,
+        name=_name, arguments=['data'], backward_reads=(), infer_shape=_shape,
         forward={d: f for d, (f, _) in _fb.items()},
         backward={d: b for d, (_, b) in _fb.items()}, params=_params,
         doc='%s; see the module docs.\n\n%s' % (_name, __doc__), input_docs={'data': _doc}))

@@ -137,6 +137,7 @@ def _take_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='take',
+    backward_reads=('indices',),
     arguments=['a', 'indices'],
     infer_shape=_take_infer,
     infer_type=_index_types,
@@ -303,6 +304,7 @@ def _pick_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='pick',
+    backward_reads=('index',),
     aliases=('choose_element_0index',),
     arguments=['data', 'index'],
     infer_shape=_pick_infer,
@@ -358,6 +360,7 @@ def _bt_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='batch_take',
+    backward_reads=('indices',),
     arguments=['a', 'indices'],
     infer_shape=_bt_infer,
     infer_type=_bt_types,

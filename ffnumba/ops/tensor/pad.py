@@ -102,6 +102,7 @@ _PAD_F, _PAD_B = make_gather_op(_pad_plan, fill_of=lambda p: p.constant_value)
 
 register_op(OpDef(
     name='Pad',
+    backward_reads=(),   # dx gathers dy (reflect/edge add the mirrored parts)
     aliases=('pad',),
     arguments=['data'],
     infer_shape=_pad_infer,
@@ -173,6 +174,7 @@ _CROP_F, _CROP_B = make_gather_op(_crop_plan)
 
 register_op(OpDef(
     name='Crop',
+    backward_reads=(),
     arguments=lambda p: ['arg%d' % i for i in range(p.num_args)],
     infer_shape=_crop_infer,
     infer_type=first_type,

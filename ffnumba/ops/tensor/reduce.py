@@ -194,6 +194,8 @@ for _name, (_comb, _fin, _grad, _pre, _aliases, _empty, _summary) in _REDUCE.ite
         name=_name,
         aliases=_aliases,
         arguments=['data'],
+        backward_reads={'sum': (), 'mean': (), 'nansum': ('data',)}.get(
+            _name, ('inputs', 'outputs')),
         infer_shape=_infer_shape if _empty is not None else _infer_shape_nonempty,
         forward=_fwd,
         backward=_bwd,

@@ -39,6 +39,7 @@ def _register(name, params, infer, plan, doc, aliases=(), args=('data',), docs=N
     fwd, bwd = make_gather_op(plan)
     register_op(OpDef(name=name, aliases=aliases, arguments=list(args), infer_shape=infer,
                       infer_type=first_type,
+                      backward_reads=(),   # an index map: dx sums dy back, reading no values
                       forward=fwd, backward=bwd, params=params, doc=doc,
                       input_docs=docs or {'data': 'Input array.'}))
 

@@ -266,6 +266,7 @@ def _reshape_infer(p, in_shapes, aux_shapes, out_shapes):
 
 register_op(OpDef(
     name='Reshape',
+    backward_reads=(),   # a copy: dx = dy reshaped
     aliases=('reshape',),
     arguments=['data'],
     infer_shape=_reshape_infer,
@@ -350,6 +351,7 @@ def _transpose_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, a
 
 register_op(OpDef(
     name='transpose',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_transpose_infer,
     forward={'cpu': _transpose_forward, 'gpu': _transpose_forward_gpu},
@@ -389,6 +391,7 @@ def _expand_infer(p, in_shapes, aux_shapes, out_shapes):
 
 register_op(OpDef(
     name='expand_dims',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_expand_infer,
     forward={'cpu': _copy_forward, 'gpu': _COPY_FWD['gpu']},
@@ -438,6 +441,7 @@ def _cast_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Cast',
+    backward_reads=(),
     aliases=('cast',),
     arguments=['data'],
     infer_shape=_cast_shape,

@@ -121,6 +121,7 @@ _SLICE_F, _SLICE_B = make_gather_op(_slice_plan)
 
 register_op(OpDef(
     name='slice',
+    backward_reads=(),
     aliases=('crop',),
     arguments=['data'],
     infer_shape=_slice_infer,
@@ -180,6 +181,7 @@ _LIKE_F, _LIKE_B = make_gather_op(_slice_like_plan)
 
 register_op(OpDef(
     name='slice_like',
+    backward_reads=(),
     arguments=['data', 'shape_like'],
     infer_shape=_slice_like_infer,
     infer_type=first_type,
@@ -329,6 +331,7 @@ def _split_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='_split_v2',
+    backward_reads=(),
     aliases=('split_v2',),
     arguments=['data'],
     outputs=_split_outputs,

@@ -177,6 +177,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='where',
+    backward_reads=('condition',),
     arguments=['condition', 'x', 'y'],
     infer_shape=_infer_shape,
     infer_type=_infer_type,
