@@ -14,6 +14,7 @@ from .base import FFError, ParamError, ShapeError
 from .context import Context, check_device
 from .dtype import np_dtype
 from .ndarray import ndarray as _nd
+from .ndarray._device import same_memory
 from .ndarray.ndarray import NDArray
 from .symbol import infer as _infer
 
@@ -28,10 +29,6 @@ class ArgumentError(FFError, TypeError):
 
 def _zeros(shape, dtype, ctx):
     return _nd.zeros(shape, ctx=ctx, dtype=dtype)
-
-
-def _is_gpu(ctx):
-    return ctx.device_type == 'gpu'
 
 
 def norm_grad_req(grad_req, names):
@@ -68,11 +65,10 @@ def norm_grad_req(grad_req, names):
 
 
 def _view_of(arr, shape):
-    """An NDArray of ``shape`` over the first elements of ``arr`` (no copy on the CPU)."""
-    n = int(np.prod(shape, dtype=np.int64))
-    if _is_gpu(arr.context):
-        return _zeros(shape, arr.dtype, arr.context)
-    return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
+    """An NDArray of ``shape`` over the first elements of ``arr`` where its device can share
+    memory (the CPU), else a new zero array."""
+    view = arr._prefix_view(shape)
+    return view if view is not None else _zeros(shape, arr.dtype, arr.context)
 
 
 def group_contexts(view, ctx, group2ctx):
@@ -89,7 +85,7 @@ def group_contexts(view, ctx, group2ctx):
         group = view.nodes[nid].attrs.get('__ctx_group__')
         c = (group2ctx or {}).get(group, ctx) if group is not None else ctx
         c = Context(c) if not isinstance(c, Context) else c
-        if c.device_type != ctx.device_type or (_is_gpu(ctx) and c != ctx):
+        if c.device_type != ctx.device_type or not same_memory(c, ctx):
             raise FFError('bind: group2ctx puts %r (ctx_group %r) on %s but the executor runs '
                           'on %s; model parallelism across device types is not supported'
                           % (view.nodes[nid].name, group, c, ctx))
@@ -288,9 +284,10 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None):
         for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
             key = (shapes[e], np.dtype(types[e]).str)
             old = shared[e] if shared is not None else None
-            if old is not None and not _is_gpu(ctx) and np.dtype(old.dtype) == key[1] \
-                    and old.size >= int(np.prod(shapes[e], dtype=np.int64)):
-                nd_of[e] = _view_of(old, shapes[e])
+            part = old._prefix_view(shapes[e]) \
+                if old is not None and np.dtype(old.dtype) == key[1] else None
+            if part is not None:      # None on a GPU or where ``old`` is too small
+                nd_of[e] = part
                 continue
             free = pool.get(key) if shared is None else None  # views only: no new aliasing
             nd_of[e] = free.pop() if (free and e not in heads) else \
@@ -314,16 +311,13 @@ def _host_values(what, value):
 
 def _copy_into(src, dst, name):
     if isinstance(src, NDArray):
-        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
+        host = src._host()
     else:
         host = _host_values('copy_params_from: %s' % name, src)
     if tuple(host.shape) != dst.shape:
         raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
                          % (name, tuple(host.shape), dst.shape))
-    if _is_gpu(dst.context):
-        dst._set(host.astype(dst._data.dtype))
-    else:
-        dst._data[...] = host
+    dst._copy_from(host)
 
 
 def _arrays(value, names, what, allow_missing):
