@@ -26,8 +26,9 @@ primitive                  meaning
 ``a._usable_on(ctx)``      an executor bound to ``ctx`` can read ``a`` directly
 ``same_memory(c1, c2)``    contexts whose arrays share one memory space
 ``host_compute(ctx)``      kernels for ``ctx`` run on the host CPU's cores
-``NDArray._from_host(h,    an NDArray with ``h``'s values on ``ctx`` (no copy
-ctx, dt)``                 on the CPU when the dtype already matches)
+``_from_host(h, ctx)``     (classmethod) an NDArray with ``h``'s values on
+                           ``ctx``, optionally cast (no copy on the CPU when
+                           the dtype already matches)
 =========================  ====================================================
 
 Kernel code (``ffnumba/ops/``, ``ffnumba/jit.py``, the dispatch of
