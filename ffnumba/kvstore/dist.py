@@ -267,7 +267,7 @@ class DistKVStore(KVStore):
         off = 0
         for (k, _), h in zip(pairs, hosts):
             n = h.nbytes
-            self._store[k]._set(flat[off:off + n].view(h.dtype).reshape(h.shape))
+            self._store[k]._copy_from(flat[off:off + n].view(h.dtype).reshape(h.shape))
             off += n
 
     # ----------------------------------------------------------------- push
