@@ -14,9 +14,10 @@ import numpy as np
 from .base import FFError, ParamError, ShapeError
 from .context import Context, check_device
 from .dtype import np_dtype
+from .ndarray._device import same_memory
 from .ndarray.ndarray import NDArray
 from ._memory_plan import (plan_gradients, plan_memory, zero_gradient, sharing_enabled,  # noqa: F401
-                           _is_gpu, _view_of, _zeros)
+                           _view_of, _zeros)
 from .symbol import infer as _infer
 
 __all__ = ['allocate', 'ArgumentError']
@@ -75,7 +76,7 @@ def group_contexts(view, ctx, group2ctx):
         group = view.nodes[nid].attrs.get('__ctx_group__')
         c = (group2ctx or {}).get(group, ctx) if group is not None else ctx
         c = Context(c) if not isinstance(c, Context) else c
-        if c.device_type != ctx.device_type or (_is_gpu(ctx) and c != ctx):
+        if c.device_type != ctx.device_type or not same_memory(c, ctx):
             raise FFError('bind: group2ctx puts %r (ctx_group %r) on %s but the executor runs '
                           'on %s; model parallelism across device types is not supported'
                           % (view.nodes[nid].name, group, c, ctx))
@@ -187,16 +188,13 @@ def _host_values(what, value):
 
 def _copy_into(src, dst, name):
     if isinstance(src, NDArray):
-        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
+        host = src._host()
     else:
         host = _host_values('copy_params_from: %s' % name, src)
     if tuple(host.shape) != dst.shape:
         raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
                          % (name, tuple(host.shape), dst.shape))
-    if _is_gpu(dst.context):
-        dst._set(host.astype(dst._data.dtype))
-    else:
-        dst._data[...] = host
+    dst._copy_from(host)
 
 
 def _arrays(value, names, what, allow_missing):

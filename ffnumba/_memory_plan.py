@@ -30,6 +30,7 @@ import numpy as np
 
 from .base import FFError
 from .ndarray import ndarray as _nd
+from .ndarray._device import host_compute
 from .ndarray.ndarray import NDArray
 
 __all__ = ['plan_gradients', 'plan_memory', 'node_reads', 'zero_gradient', 'MemoryPlan',
@@ -44,16 +45,11 @@ def _zeros(shape, dtype, ctx):
     return _nd.zeros(shape, ctx=ctx, dtype=dtype)
 
 
-def _is_gpu(ctx):
-    return ctx.device_type == 'gpu'
-
-
 def _view_of(arr, shape):
-    """An NDArray of ``shape`` over the first elements of ``arr`` (no copy on the CPU)."""
-    n = int(np.prod(shape, dtype=np.int64))
-    if _is_gpu(arr.context):
-        return _zeros(shape, arr.dtype, arr.context)
-    return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
+    """An NDArray of ``shape`` over the first elements of ``arr`` where its device can share
+    memory (the CPU), else a new zero array."""
+    view = arr._prefix_view(shape)
+    return view if view is not None else _zeros(shape, arr.dtype, arr.context)
 
 
 def sharing_enabled():
@@ -305,7 +301,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
         of a repeated input is written to before it is added.
     """
     plan = MemoryPlan()
-    gpu = _is_gpu(ctx)
+    gpu = not host_compute(ctx)     # host buffers are shared as bytes across dtypes
     pool = _Pool(plan, gpu)
     heads = set(view.heads)
     last = {}

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
                              report, sharing_enabled, zero_gradient, _arrays, _copy_into,
-                             _host_values, _is_gpu, _reraise, _view_of, _zeros)  # noqa: F401
+                             _host_values, _reraise, _view_of, _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -101,10 +101,10 @@ class Executor:
         self.grad_arrays = grads
         for n, a in list(zip(arg_names, self.arg_arrays)) + list(zip(aux_names, self.aux_arrays)) \
                 + [(n, g) for n, g in zip(arg_names, self.grad_arrays) if g is not None]:
-            if _is_gpu(a.context) != _is_gpu(ctx) or (_is_gpu(ctx) and a.context != ctx):
+            if not a._usable_on(ctx):
                 raise FFError('bind: array %r is on %s but the executor is bound to %s'
                               % (n, a.context, ctx))
-            if not _is_gpu(ctx) and not a._data.flags.c_contiguous:
+            if not a._is_contiguous():
                 raise FFError('bind: array %r is not C-contiguous' % n)
         for n, a, g in zip(arg_names, self.arg_arrays, self.grad_arrays):
             if self._grad_req[n] != 'null' and g.shape != a.shape:
@@ -214,7 +214,7 @@ class Executor:
                     tmp = tmps[(r.nid, pos)]
                     r.igrads.append(tmp)
                     r.reqs.append('write')
-                    r.post.append((tmp, gbuf[e]))
+                    r.post.append((NDArray(tmp, ctx), NDArray(gbuf[e], ctx)))
                 else:
                     seen.add(e)
                     r.igrads.append(gbuf[e])
@@ -251,14 +251,7 @@ class Executor:
                 if shape != dst.shape:
                     raise ShapeError('Shape not match! Argument %s, need: %s, received: %s'
                                      % (name, dst.shape, shape))
-                if isinstance(value, NDArray):
-                    if value is not dst:
-                        if _is_gpu(value.context) or _is_gpu(dst.context):
-                            dst._set(value.asnumpy())
-                        else:
-                            dst._data[...] = value._data
-                else:
-                    dst._set(np.asarray(value))
+                dst._copy_from(value)
         self._run_pass('forward', self._fwd_plan, self._run_forward, is_train)
         return self.outputs
 
@@ -309,10 +302,7 @@ class Executor:
         """
         ograds = self._norm_out_grads(out_grads)
         for g in self._zero_grads:
-            if _is_gpu(self._ctx):
-                g.copy_to_device(np.zeros(g.shape, g.dtype))
-            else:
-                g[...] = 0
+            NDArray(g, self._ctx)._fill(0)
         for k, e, req in self._head_plan:
             g = ograds[k]
             if g is None:
@@ -327,7 +317,7 @@ class Executor:
         self._run_pass('backward', self._bwd_plan, self._run_backward, is_train)
 
     def _run_backward(self, is_train):
-        gpu, monitor = _is_gpu(self._ctx), self._monitor
+        monitor = self._monitor
         for r in self._bwd_plan:
             r.ctx.is_train = is_train
             try:
@@ -335,26 +325,16 @@ class Executor:
             except Exception as e:
                 _reraise(self._view.nodes[r.nid], 'backward', e)
             for tmp, dst in r.post:
-                if gpu:
-                    dst.copy_to_device(dst.copy_to_host() + tmp.copy_to_host())
-                else:
-                    dst += tmp
+                dst._add_from(tmp)
             if monitor is not None:
                 self._run_monitor(r, backward=True)
 
     def _assign(self, dst, g, req):
-        if _is_gpu(self._ctx):
-            host = g.asnumpy() if isinstance(g, NDArray) else np.asarray(g)
-            host = host.astype(dst.dtype)
-            if req == 'add':
-                host = dst.copy_to_host() + host
-            dst.copy_to_device(np.ascontiguousarray(host))
-            return
-        src = g._data if isinstance(g, NDArray) and not _is_gpu(g.context) else np.asarray(g)
+        dst = NDArray(dst, self._ctx)
         if req == 'write':
-            dst[...] = src
+            dst._copy_from(g)
         else:
-            dst += src
+            dst._add_from(g)
 
     def _norm_out_grads(self, out_grads):
         n = len(self._out_names)
