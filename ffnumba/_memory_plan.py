@@ -393,7 +393,8 @@ def _materialise(plan, gpu, ctx, shapes, types, nd_of, views, grads, gentries, t
                 bufs[sid] = _zeros(shapes[e], types[e], ctx)
             return bufs[sid]
         if bufs[sid] is None:
-            bufs[sid] = np.zeros(max(plan.nbytes[sid], 1), np.uint8)
+            # through nd.zeros: running out of memory is an FFError naming the size
+            bufs[sid] = _zeros((max(plan.nbytes[sid], 1),), np.uint8, ctx)._data
         n = int(np.prod(shapes[e], dtype=np.int64)) * np.dtype(types[e]).itemsize
         return NDArray(bufs[sid][:n].view(types[e]).reshape(shapes[e]), ctx)
 
