@@ -23,10 +23,12 @@ Source: K. Chellapilla, S. Puri, P. Simard, "High Performance Convolutional
 Neural Networks for Document Processing" (2006), the im2col formulation.
 """
 from .. import gemm_cuda
-from ..templates import LazyCudaKernel, import_cuda
+from ..templates import LazyCudaKernel, fill_gpu, import_cuda
+from . import _conv_cuda as cc
 from ._conv_cuda import unravel5
+from ._im2col import as5d
 
-__all__ = ['conv_y', 'conv_x', 'conv_w', 'COL_MAX_ELEMS']
+__all__ = ['conv_y', 'conv_x', 'conv_w', 'forward', 'backward', 'COL_MAX_ELEMS']
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 
@@ -115,7 +117,7 @@ def _chunks(state, x5, geom, dtype):
             state['gpu_col'] = buf
     for n0 in range(0, N, nb):
         m = min(nb, N - n0)
-        yield n0, m, buf[:m * per].reshape(m, rows, P)
+        yield n0, m, buf[:m * rows * P].reshape(m, rows, P)
 
 
 def conv_y(x5, w3, y3, geom, state, add):
@@ -151,9 +153,60 @@ def conv_w(x5, y3, w3, geom, state, add):
     """``W3 (+)= sum_n Y[n] @ im2col(X)[n]^T`` (shapes as in :func:`conv_y`)."""
     G, F = w3.shape[0], w3.shape[1]
     beta = 1.0 if add else 0.0
+    if x5.shape[0] == 0 and not add:         # a sum over no samples
+        fill_gpu.launch(w3.size, w3.reshape(w3.size), 0.0)
     for n0, m, col in _chunks(state, x5, geom, x5.dtype):
         _im2col.launch(col.size, x5, n0, col, geom)
         gemm_cuda.gemm(y3[n0:n0 + m].reshape(m * G, F, y3.shape[2]),
                        col.reshape(m * G, col.shape[1] // G, col.shape[2]), w3, 1.0, beta,
                        trans_b=True)
         beta = 1.0
+
+
+def d5(a):
+    """A device array ``(N, C, *spatial)`` viewed as ``(N, C, D, H, W)``."""
+    return a.reshape(*as5d(a.shape))
+
+
+def d3(a):
+    """A device array ``(N, C, *spatial)`` viewed as ``(N, C, P)``."""
+    n, c = a.shape[0], a.shape[1]
+    return a.reshape(n, c, a.size // max(1, n * c))
+
+
+def forward(ctx, data, w3, bias, out, geom, is_conv):
+    """Convolution (``is_conv``) or Deconvolution forward through the GEMM, plus the bias.
+
+    Convolution maps the image ``data`` to the columns ``out``
+    (:func:`conv_y`); Deconvolution maps the columns ``data`` to the image
+    ``out`` (:func:`conv_x`). ``bias`` ``(F,)`` or None is added per channel
+    of ``out``.
+    """
+    state = ctx.state if ctx is not None else None
+    if is_conv:
+        conv_y(d5(data), w3, d3(out), geom, state, False)
+    else:
+        conv_x(d3(data), w3, d5(out), geom, state, False)
+    if bias is not None:
+        gemm_cuda.bias_fill(d3(out), bias, True)
+
+
+def backward(ctx, data, w3, dy, grads, req, geom, is_conv):
+    """Gradients of :func:`forward`: ``grads`` = ``[d data, d weight(, d bias)]``.
+
+    ``w3`` is the weight viewed ``(G, Cout/G, Cin/G*K)``; its gradient is viewed
+    the same way. Convolution: ``d data = col2im(W^T dy)``, Deconvolution:
+    ``d data = W im2col(dy)``; both: ``dW = sum_n`` (columns) ``im2col(image)^T``,
+    ``d bias`` sums ``dy`` over the batch and space.
+    """
+    state = ctx.state if ctx is not None else None
+    if req[0] != 'null':
+        if is_conv:
+            conv_x(d3(dy), w3, d5(grads[0]), geom, state, req[0] == 'add')
+        else:
+            conv_y(d5(dy), w3, d3(grads[0]), geom, state, req[0] == 'add')
+    if req[1] != 'null':
+        image, cols = (data, dy) if is_conv else (dy, data)
+        conv_w(d5(image), d3(cols), grads[1].reshape(w3.shape), geom, state, req[1] == 'add')
+    if len(grads) > 2 and req[2] != 'null':
+        cc.bias_grad(dy, grads[2], req[2] == 'add')

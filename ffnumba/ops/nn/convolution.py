@@ -40,7 +40,6 @@ import numpy as np
 from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
 from ..registry import OpDef, assign, register_op, shape_assign
-from .. import gemm_cuda
 from ..templates import f16_safe
 from . import _conv_cuda as cc
 from . import _conv_gemm_cuda as cg
@@ -339,53 +338,31 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 # ------------------------------------------------------------------ GPU compute
 
-def d5(a):
-    """A device (or host) array viewed as 5-D ``(N, C, D, H, W)``."""
-    return a.reshape(*ic.as5d(a.shape))
-
-
-def _direct_gpu(p, x, dy):
-    """Whether the direct kernels of ``_conv_cuda`` run instead of im2col + GEMM.
-
-    Depthwise convolutions (a GEMM of one row per channel would waste the tile)
-    and empty batches or outputs (nothing for the GEMM to iterate over).
-    """
-    return dwc.is_depthwise(p, x.shape) or x.size == 0 or dy.size == 0
-
-
 def _gpu_w3(p, w):
     return w.reshape(p.num_group, p.num_filter // p.num_group, w.size // p.num_filter)
 
 
 def _forward_gpu(ctx, p, inputs, outputs, aux):
+    """im2col + the tiled GEMM; depthwise convolutions run the direct kernel."""
     x, w, y = inputs[0], inputs[1], outputs[0]
-    b = w.reshape(w.size) if p.no_bias else inputs[2]
-    geom = _geom(p, x, y)
-    if _direct_gpu(p, x, y):
-        cc.conv_y.launch(y.size, d5(x), d5(w), b, d5(y), geom, not p.no_bias, False)
+    if dwc.is_depthwise(p, x.shape):
+        b = w.reshape(w.size) if p.no_bias else inputs[2]
+        cc.conv_y.launch(y.size, cg.d5(x), cg.d5(w), b, cg.d5(y), _geom(p, x, y), not p.no_bias, False)
         return
-    y3 = y.reshape(y.shape[0], y.shape[1], y.size // (y.shape[0] * y.shape[1]))
-    cg.conv_y(d5(x), _gpu_w3(p, w), y3, geom, ctx.state if ctx is not None else None, False)
-    if not p.no_bias:
-        gemm_cuda.bias_fill(y3, b, True)
+    cg.forward(ctx, x, _gpu_w3(p, w), None if p.no_bias else inputs[2], y, _geom(p, x, y),
+               True)
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     x, w, dy = inputs[0], inputs[1], out_grads[0]
     geom = _geom(p, x, dy)
-    if _direct_gpu(p, x, dy):
-        if req[0] != 'null':
-            cc.conv_x.launch(x.size, d5(dy), d5(w), w.reshape(w.size), d5(in_grads[0]), geom,
-                             False, req[0] == 'add')
-        if req[1] != 'null':
-            cc.conv_w.launch(w.size, d5(x), d5(dy), d5(in_grads[1]), geom, req[1] == 'add')
-    else:
-        state = ctx.state if ctx is not None else None
-        dy3 = dy.reshape(dy.shape[0], dy.shape[1], dy.size // (dy.shape[0] * dy.shape[1]))
-        if req[0] != 'null':
-            cg.conv_x(dy3, _gpu_w3(p, w), d5(in_grads[0]), geom, state, req[0] == 'add')
-        if req[1] != 'null':
-            cg.conv_w(d5(x), dy3, _gpu_w3(p, in_grads[1]), geom, state, req[1] == 'add')
+    if not dwc.is_depthwise(p, x.shape):
+        return cg.backward(ctx, x, _gpu_w3(p, w), dy, in_grads, req, geom, True)
+    if req[0] != 'null':
+        cc.conv_x.launch(x.size, cg.d5(dy), cg.d5(w), w.reshape(w.size), cg.d5(in_grads[0]), geom,
+                         False, req[0] == 'add')
+    if req[1] != 'null':
+        cc.conv_w.launch(w.size, cg.d5(x), cg.d5(dy), cg.d5(in_grads[1]), geom, req[1] == 'add')
     if not p.no_bias and req[2] != 'null':
         cc.bias_grad(dy, in_grads[2], req[2] == 'add')
 

@@ -39,13 +39,11 @@ F. Visin, "A guide to convolution arithmetic for deep learning" (2016).
 """
 from ...base import ParamError, ShapeError
 from ..params import Field, Shape
-from .. import gemm_cuda
 from ..registry import OpDef, register_op, shape_assign
-from . import _conv_cuda as cc
 from . import _conv_gemm_cuda as cg
 from . import _im2col as ic
 from ..templates import f16_safe
-from .convolution import (ConvolutionParam, check_conv_params, check_data, conv_plan, d5,
+from .convolution import (ConvolutionParam, check_conv_params, check_data, conv_plan,
                           empty_backward, empty_forward, spatial_params)
 
 __all__ = ['DeconvolutionParam', 'deconv_geometry']
@@ -191,48 +189,17 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 # ------------------------------------------------------------------ GPU compute
 
-def _gpu_w3(p, x, w):
-    G = p.num_group
-    return w.reshape(G, x.shape[1] // G, w.size // x.shape[1])
-
-
-def _gpu_3d(a):
-    return a.reshape(a.shape[0], a.shape[1], a.size // max(1, a.shape[0] * a.shape[1]))
-
-
 def _forward_gpu(ctx, p, inputs, outputs, aux):
     """The image is the output, the data the columns: ``y = col2im(W^T x) (+ b)``."""
-    x, w, y = inputs[0], inputs[1], outputs[0]
-    b = w.reshape(w.size) if p.no_bias else inputs[2]
-    geom = _geom(p, x)
-    if x.size == 0 or y.size == 0:
-        cc.conv_x.launch(y.size, d5(x), d5(w), b, d5(y), geom, not p.no_bias, False)
-        return
-    state = ctx.state if ctx is not None else None
-    cg.conv_x(_gpu_3d(x), _gpu_w3(p, x, w), d5(y), geom, state, False)
-    if not p.no_bias:
-        gemm_cuda.bias_fill(_gpu_3d(y), b, True)
+    x, w = inputs[0], inputs[1]
+    w3 = w.reshape(p.num_group, x.shape[1] // p.num_group, w.size // max(1, x.shape[1]))
+    cg.forward(ctx, x, w3, None if p.no_bias else inputs[2], outputs[0], _geom(p, x), False)
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-    x, w, dy = inputs[0], inputs[1], out_grads[0]
-    geom = _geom(p, x)
-    if x.size == 0 or dy.size == 0:
-        if req[0] != 'null':
-            cc.conv_y.launch(x.size, d5(dy), d5(w), w.reshape(w.size), d5(in_grads[0]), geom,
-                             False, req[0] == 'add')
-        if req[1] != 'null':
-            cc.conv_w.launch(w.size, d5(dy), d5(x), d5(in_grads[1]), geom, req[1] == 'add')
-    else:
-        state = ctx.state if ctx is not None else None
-        if req[0] != 'null':
-            cg.conv_y(d5(dy), _gpu_w3(p, x, w), _gpu_3d(in_grads[0]), geom, state,
-                      req[0] == 'add')
-        if req[1] != 'null':
-            cg.conv_w(d5(dy), _gpu_3d(x), _gpu_w3(p, x, in_grads[1]), geom, state,
-                      req[1] == 'add')
-    if not p.no_bias and req[2] != 'null':
-        cc.bias_grad(dy, in_grads[2], req[2] == 'add')
+    x, w = inputs[0], inputs[1]
+    w3 = w.reshape(p.num_group, x.shape[1] // p.num_group, w.size // max(1, x.shape[1]))
+    cg.backward(ctx, x, w3, out_grads[0], in_grads, req, _geom(p, x), False)
 
 
 register_op(OpDef(

@@ -49,3 +49,13 @@ def test_gemm_runs_forward_and_backward(op, p, data, monkeypatch):
     gpu_matches_cpu(op, p, [data], monkeypatch)
     # forward + (data grad, weight grad) for write and add
     assert len(calls) >= 6
+
+
+@pytest.mark.parametrize('op, p, data', [
+    ('Convolution', dict(kernel=(2, 2), num_filter=2), (0, 2, 3, 3)),
+    ('Convolution', dict(kernel=(2,), num_filter=3, pad=(1,)), (2, 0, 3)),
+    ('Deconvolution', dict(kernel=(2,), num_filter=2, no_bias=False), (0, 2, 3)),
+])
+def test_empty_batch_or_channels(op, p, data, monkeypatch):
+    """Sums over no samples or channels: weight gradients 0 (write) and the bias alone."""
+    gpu_matches_cpu(op, p, [data], monkeypatch)
