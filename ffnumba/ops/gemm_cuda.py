@@ -46,7 +46,9 @@ Parallel Processors", ch. 5 (tiled matrix multiplication).
 """
 import numpy as np
 
-from ..jit import LazyCudaKernel, import_cuda
+from numba import njit
+
+from ..jit import LazyCudaKernel, gpu_body, import_cuda
 
 __all__ = ['TILE', 'gemm', 'gemm_kernel', 'bias_fill']
 
@@ -88,8 +90,18 @@ def gemm_kernel(dtype, tile=TILE):
     return _KERNELS[key]
 
 
+@njit
+def _load(tile, ti, tj, x, z, i, j):
+    """``tile[ti, tj] = x[z, i, j]``, or 0 outside ``x`` (a device function)."""
+    if i < x.shape[1] and j < x.shape[2]:
+        tile[ti, tj] = x[z, i, j]
+    else:
+        tile[ti, tj] = 0
+
+
 def _build(acc_np, T):
     import_cuda(globals())
+    load = gpu_body(_load)
     from numba import from_dtype
     acc_t = from_dtype(np.dtype(acc_np))
 
@@ -117,32 +129,16 @@ def _build(acc_np, T):
                     zb = r * Bc + z
                     za = zb % Ba
                     for k0 in range(0, K, T):
-                        if trans_a:      # A is (K, M): thread reads A[k0+ty, row0+tx]
-                            kk = k0 + ty
-                            m = row0 + tx
-                            if kk < K and m < M:
-                                sa[tx, ty] = a[za, kk, m]
-                            else:
-                                sa[tx, ty] = 0
-                        else:            # A is (M, K): thread reads A[row, k0+tx]
-                            kk = k0 + tx
-                            if row < M and kk < K:
-                                sa[ty, tx] = a[za, row, kk]
-                            else:
-                                sa[ty, tx] = 0
-                        if trans_b:      # B is (N, K): thread reads B[col0+ty, k0+tx]
-                            kk = k0 + tx
-                            n = col0 + ty
-                            if kk < K and n < N:
-                                sb[tx, ty] = b[zb, n, kk]
-                            else:
-                                sb[tx, ty] = 0
-                        else:            # B is (K, N): thread reads B[k0+ty, col]
-                            kk = k0 + ty
-                            if kk < K and col < N:
-                                sb[ty, tx] = b[zb, kk, col]
-                            else:
-                                sb[ty, tx] = 0
+                        # consecutive tx read consecutive addresses; a transposed
+                        # operand lands transposed in shared memory
+                        if trans_a:      # A is (K, M)
+                            load(sa, tx, ty, a, za, k0 + ty, row0 + tx)
+                        else:            # A is (M, K)
+                            load(sa, ty, tx, a, za, row, k0 + tx)
+                        if trans_b:      # B is (N, K)
+                            load(sb, tx, ty, b, zb, col0 + ty, k0 + tx)
+                        else:            # B is (K, N)
+                            load(sb, ty, tx, b, zb, k0 + ty, col)
                         cuda.syncthreads()
                         for j in range(T):
                             s += sa[ty, j] * sb[j, tx]
