@@ -181,8 +181,10 @@ def gemm(a, b, c, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, tile=TILE):
     Bc, M, N = c.shape
     am, ak = (a.shape[2], a.shape[1]) if trans_a else (a.shape[1], a.shape[2])
     bk, bn = (b.shape[2], b.shape[1]) if trans_b else (b.shape[1], b.shape[2])
-    if (am, bn) != (M, N) or ak != bk or Bc == 0 or b.shape[0] % Bc \
-            or a.shape[0] == 0 or b.shape[0] % a.shape[0]:
+    bad = (am, bn) != (M, N) or ak != bk
+    if Bc and not bad:
+        bad = b.shape[0] % Bc or a.shape[0] == 0 or b.shape[0] % a.shape[0]
+    if bad:
         raise ValueError('gemm: shapes do not chain: a %s%s, b %s%s, c %s'
                          % (tuple(a.shape), '^T' if trans_a else '', tuple(b.shape),
                             '^T' if trans_b else '', tuple(c.shape)))

@@ -108,3 +108,12 @@ def test_shapes_that_do_not_chain_raise():
     a, b, c = (cuda.to_device(np.zeros(s)) for s in ((2, 3), (4, 5), (2, 5)))
     with pytest.raises(ValueError, match='do not chain'):
         gemm_cuda.gemm(a, b, c)
+
+
+def test_empty_operands():
+    """No rows, an empty batch, or an empty sum (K = 0: C = beta * C)."""
+    _run((0, 3), (3, 4), (0, 4), np.float64, 1.0, 0.0, False, False, tile=4)
+    _run((0, 2, 3), (0, 3, 4), (0, 2, 4), np.float64, 1.0, 0.0, False, False, tile=4)
+    got = _run((2, 0), (0, 3), (2, 3), np.float32, 1.0, 0.0, False, False, tile=4)
+    assert not got.any()
+    _run((2, 0), (0, 3), (2, 3), np.float64, 1.0, 1.0, False, False, tile=4)

@@ -41,11 +41,10 @@ from ...base import ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op
 from .._float_compute import float64_compute
-from ..templates import JIT, LazyCudaKernel, _down, _up, import_cuda, launch_1d
+from .. import gemm_cuda
+from ..templates import JIT, _down, _up
 
 __all__ = ['DotParam', 'dot_shape', 'batch_dot_shape']
-
-cuda = None  # bound by import_cuda(globals()) on first GPU use
 
 
 class DotParam(Params):
@@ -223,46 +222,12 @@ def _bdot_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 
 # ------------------------------------------------------------------------- GPU
-def _build_gemm():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(x, y, out, nb, m, n, kk, sxb, sxi, sxk, syb, syk, syj, add):
-        # out[b, i, j] (+)= sum_t x[b, i, t] y[b, t, j], operands read through strides
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for t in range(start, nb * m * n, stride):
-            b = t // (m * n)
-            r = t - b * m * n
-            i = r // n
-            j = r - i * n
-            xo = b * sxb + i * sxi
-            yo = b * syb + j * syj
-            acc = x[xo] * y[yo]
-            for q in range(1, kk):
-                acc += x[xo + q * sxk] * y[yo + q * syk]
-            if add:
-                out[t] += acc
-            else:
-                out[t] = acc
-    return k
-
-
-_gemm_gpu_kernel = LazyCudaKernel(_build_gemm)
-
-
 def _gemm_gpu(x, tx, y, ty, out, add):
     """GPU ``out (+)= op(x) @ op(y)`` for stacks of matrices ``(B, r, c)`` (C order).
 
-    One thread per output element; transposes are read through strides.
+    The tiled shared-memory GEMM of :mod:`ffnumba.ops.gemm_cuda`.
     """
-    nb, xr, xc = x.shape
-    _, yr, yc = y.shape
-    m, kk = (xc, xr) if tx else (xr, xc)
-    n = yr if ty else yc
-    sxi, sxk = (1, xc) if tx else (xc, 1)
-    syk, syj = (1, yc) if ty else (yc, 1)
-    launch_1d(_gemm_gpu_kernel.kernel, nb * m * n, x.reshape(-1), y.reshape(-1), out.reshape(-1),
-              nb, m, n, kk, xr * xc, sxi, sxk, yr * yc, syk, syj, add)
+    gemm_cuda.gemm(x, y, out, 1.0, 1.0 if add else 0.0, tx, ty)
 
 
 def _dot_forward_gpu(ctx, p, inputs, outputs, aux):
