@@ -114,13 +114,18 @@ def _infer_shape(p, in_shapes, aux_shapes):
 # elements, the GPU kernels give each thread one (grid-stride). All gather, so
 # no element is written twice and ``add`` is a flag.
 
+@njit
+def _put4(a, i, j, k, m, v, add):
+    """``a[i, j, k, m] (+)= v``."""
+    if add:
+        a[i, j, k, m] += v
+    else:
+        a[i, j, k, m] = v
+
+
 @njit(error_model='numpy')
 def _nearest_fwd_at(x, s, c_off, add, out, n, c, y, xx):
-    v = x[n, c, y // s, xx // s]
-    if add:
-        out[n, c_off + c, y, xx] += v
-    else:
-        out[n, c_off + c, y, xx] = v
+    _put4(out, n, c_off + c, y, xx, x[n, c, y // s, xx // s], add)
 
 
 @njit(error_model='numpy')
@@ -129,10 +134,7 @@ def _nearest_bwd_at(og, s, c_off, add, gx, n, c, y, xx):
     for dy in range(s):
         for dx in range(s):
             acc += og[n, c_off + c, y * s + dy, xx * s + dx]
-    if add:
-        gx[n, c, y, xx] += acc
-    else:
-        gx[n, c, y, xx] = acc
+    _put4(gx, n, c, y, xx, acc, add)
 
 
 @njit(error_model='numpy')
@@ -165,10 +167,7 @@ def _bilinear_data_at(og, wt, s, pad, add, gx, n, c, y, xx):
             ox = xx * s - pad + kx
             if 0 <= ox < ow:
                 acc += og[n, c, oy, ox] * wt[c, 0, ky, kx]
-    if add:
-        gx[n, c, y, xx] += acc
-    else:
-        gx[n, c, y, xx] = acc
+    _put4(gx, n, c, y, xx, acc, add)
 
 
 @njit(error_model='numpy')
@@ -185,10 +184,7 @@ def _bilinear_weight_at(x, og, s, pad, add, gw, c, ky, kx):
                 ox = xx * s - pad + kx
                 if 0 <= ox < ow:
                     acc += x[n, c, y, xx] * og[n, c, oy, ox]
-    if add:
-        gw[c, 0, ky, kx] += acc
-    else:
-        gw[c, 0, ky, kx] = acc
+    _put4(gw, c, 0, ky, kx, acc, add)
 
 
 # ----------------------------------------------------------------- CPU kernels
