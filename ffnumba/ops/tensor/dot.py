@@ -223,7 +223,7 @@ def _bdot_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 # ------------------------------------------------------------------------- GPU
 def _gemm_gpu(x, tx, y, ty, out, add):
-    """GPU ``out (+)= op(x) @ op(y)`` for stacks of matrices ``(B, r, c)`` (C order).
+    """GPU ``out (+)= op(x) @ op(y)`` for matrices or stacks ``(B, r, c)`` (C order).
 
     The tiled shared-memory GEMM of :mod:`ffnumba.ops.gemm_cuda`.
     """
@@ -232,16 +232,12 @@ def _gemm_gpu(x, tx, y, ty, out, add):
 
 def _dot_forward_gpu(ctx, p, inputs, outputs, aux):
     a, b, c = _dot_views(p, inputs[0], inputs[1], outputs[0])
-    _gemm_gpu(a.reshape((1,) + a.shape), p.transpose_a, b.reshape((1,) + b.shape),
-              p.transpose_b, c.reshape((1,) + c.shape), False)
+    _gemm_gpu(a, p.transpose_a, b, p.transpose_b, c, False)
 
 
 def _dot_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     a, b, dc = _dot_views(p, inputs[0], inputs[1], out_grads[0])
-    in3 = [None if g is None else g.reshape((1,) + (a.shape if i == 0 else b.shape))
-           for i, g in enumerate(in_grads)]
-    _backward_with(_gemm_gpu, p, a.reshape((1,) + a.shape), b.reshape((1,) + b.shape),
-                   dc.reshape((1,) + dc.shape), in3, req)
+    _backward_with(_gemm_gpu, p, a, b, dc, in_grads, req)
 
 
 def _bdot_forward_gpu(ctx, p, inputs, outputs, aux):
@@ -250,8 +246,8 @@ def _bdot_forward_gpu(ctx, p, inputs, outputs, aux):
 
 
 def _bdot_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-    in3 = [None if g is None else _as3(g) for g in in_grads]
-    _backward_with(_gemm_gpu, p, _as3(inputs[0]), _as3(inputs[1]), _as3(out_grads[0]), in3, req)
+    _backward_with(_gemm_gpu, p, _as3(inputs[0]), _as3(inputs[1]), _as3(out_grads[0]),
+                   in_grads, req)
 
 
 # int/bool operands are multiplied in float64 and cast back (ops._float_compute): the
