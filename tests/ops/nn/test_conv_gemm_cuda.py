@@ -3,7 +3,6 @@
 Marked ``gpu`` (CUDA simulator or a real GPU): chunked column buffers, 3-D
 kernels, the depthwise direct path, and that the GEMM really runs.
 """
-import numpy as np
 import pytest
 
 from ffnumba.ops import gemm_cuda
