@@ -104,11 +104,12 @@ def _build(acc_np, T):
     load = gpu_body(_load)
     from numba import from_dtype
     acc_t = from_dtype(np.dtype(acc_np))
+    T1 = T + 1          # shared-array shapes must be compile-time constants
 
     @cuda.jit
     def k(a, b, c, alpha, beta, trans_a, trans_b):
-        sa = cuda.shared.array((T, T + 1), acc_t)    # sa[i, j] = op(A)[row0 + i, k0 + j]
-        sb = cuda.shared.array((T, T + 1), acc_t)    # sb[i, j] = op(B)[k0 + i, col0 + j]
+        sa = cuda.shared.array((T, T1), acc_t)    # sa[i, j] = op(A)[row0 + i, k0 + j]
+        sb = cuda.shared.array((T, T1), acc_t)    # sb[i, j] = op(B)[k0 + i, col0 + j]
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
         Bc, M, N = c.shape[0], c.shape[1], c.shape[2]
