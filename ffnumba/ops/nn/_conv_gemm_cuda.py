@@ -32,8 +32,10 @@ __all__ = ['conv_y', 'conv_x', 'conv_w', 'forward', 'backward', 'COL_MAX_ELEMS']
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 
-#: Most elements of one GPU column buffer (64 MiB of float32).
-COL_MAX_ELEMS = 1 << 24
+#: Most elements of one GPU column buffer (16 MiB of float32), unless one sample's
+#: columns alone are more. Each node keeps its own buffer: executors in two threads
+#: may launch on one device.
+COL_MAX_ELEMS = 1 << 22
 
 
 def _build_im2col():
