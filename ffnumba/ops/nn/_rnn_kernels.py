@@ -1,21 +1,18 @@
-"""Kernels of the fused ``RNN`` operator (see :mod:`ffnumba.ops.nn.rnn`).
+"""GPU kernels of the fused ``RNN`` operator (see :mod:`ffnumba.ops.nn.rnn`).
 
-The cell math is written once as scalar ``@njit`` functions (``_lstm_f``,
-``_gru_b``...) that take and return numbers; the CPU layer kernels
-(``@njit``, one call per layer and direction: one GEMM for the input
-projection of every time step, one GEMM per step for the recurrent part) and
-the GPU step kernels (``@cuda.jit``, one thread per ``(n, j)`` element) call
-them.
+The cell math is written as scalar ``@njit`` functions (``_lstm_f``,
+``_gru_b``...) that take and return numbers; the GPU step kernels
+(``@cuda.jit``, one thread per ``(n, j)`` element) call them. The CPU
+kernels are in :mod:`._rnn_cpu` (vectorised passes over whole rows).
 
 Modes: 0 ``rnn_relu``, 1 ``rnn_tanh``, 2 ``lstm``, 3 ``gru``. Gate blocks of
 ``G * H`` rows in MXNet's order: LSTM ``i, f, g, o``; GRU ``r, z, n``.
 """
 import math
 
-import numpy as np
 from numba import njit
 
-from ..templates import JIT, LazyCudaKernel, import_cuda
+from ..templates import LazyCudaKernel, import_cuda
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 
@@ -84,119 +81,6 @@ def _gru_b(r, z, n, hh, hp, dh):
     dar = dan * hh * r * (1.0 - r)
     daz = dh * (hp - n) * z * (1.0 - z)
     return dar, daz, dan, dan * r, dh * z
-
-
-# ------------------------------------------------------------------ CPU kernels
-@njit(**JIT)
-def layer_forward(mode, x2, wx, wh, bx, bh, hs, cs, gates, ghn, y, ycol, rev,
-                  lo, hi, clip_on, clip_nan):
-    """One layer, one direction over the whole sequence.
-
-    ``x2 (T*N, I)``; ``hs, cs (T+1, N, H)`` with ``hs[0], cs[0]`` the initial
-    state (filled in step order, so ``hs[s]`` is the state before step s);
-    ``gates (T, N, G*H)`` post-activation gates and ``ghn (T, N, H)`` GRU's
-    ``W_hn h + b_hn`` by step; ``y (T, N, D*H)`` gets columns
-    ``ycol:ycol+H``. ``rev``: walk time backward.
-    """
-    T = hs.shape[0] - 1
-    N = hs.shape[1]
-    H = hs.shape[2]
-    gx = np.dot(x2, wx.T)
-    gh = np.empty((N, wh.shape[0]), x2.dtype)
-    for s in range(T):
-        t = T - 1 - s if rev else s
-        np.dot(hs[s], wh.T, gh)
-        for n in range(N):
-            r0 = t * N + n
-            for j in range(H):
-                if mode <= TANH:
-                    v = _rnn_f(mode, gx[r0, j] + bx[j] + gh[n, j] + bh[j])
-                    gates[s, n, j] = v
-                    hs[s + 1, n, j] = v
-                elif mode == LSTM:
-                    i, f, g, o, c, h = _lstm_f(
-                        gx[r0, j] + bx[j] + gh[n, j] + bh[j],
-                        gx[r0, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
-                        gx[r0, 2 * H + j] + bx[2 * H + j] + gh[n, 2 * H + j] + bh[2 * H + j],
-                        gx[r0, 3 * H + j] + bx[3 * H + j] + gh[n, 3 * H + j] + bh[3 * H + j],
-                        cs[s, n, j], lo, hi, clip_on, clip_nan)
-                    gates[s, n, j] = i
-                    gates[s, n, H + j] = f
-                    gates[s, n, 2 * H + j] = g
-                    gates[s, n, 3 * H + j] = o
-                    cs[s + 1, n, j] = c
-                    hs[s + 1, n, j] = h
-                else:
-                    hh = gh[n, 2 * H + j] + bh[2 * H + j]
-                    r, z, nn, h = _gru_f(gx[r0, j] + bx[j] + gh[n, j] + bh[j],
-                                         gx[r0, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
-                                         gx[r0, 2 * H + j] + bx[2 * H + j], hh, hs[s, n, j])
-                    gates[s, n, j] = r
-                    gates[s, n, H + j] = z
-                    gates[s, n, 2 * H + j] = nn
-                    ghn[s, n, j] = hh
-                    hs[s + 1, n, j] = h
-                y[t, n, ycol + j] = hs[s + 1, n, j]
-
-
-@njit(**JIT)
-def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, dh, dc,
-                   dgx, dgh, dhp, dwx, dwh, dbx, dbh, dx2, lo, hi, clip_on):
-    """Backward of :func:`layer_forward`; adds into ``dwx, dwh, dbx, dbh, dx2``.
-
-    ``dh, dc (N, H)`` come in as dL/d(final state) and leave as dL/d(initial
-    state); ``dgx (T*N, G*H)``, ``dgh (T, N, G*H)``, ``dhp (N, H)`` are scratch.
-    """
-    T = hs.shape[0] - 1
-    N = hs.shape[1]
-    H = hs.shape[2]
-    for s in range(T - 1, -1, -1):
-        t = T - 1 - s if rev else s
-        for n in range(N):
-            r0 = t * N + n
-            for j in range(H):
-                dht = dh[n, j] + dy[t, n, ycol + j]
-                if mode <= TANH:
-                    da = _rnn_b(mode, gates[s, n, j], dht)
-                    dgx[r0, j] = da
-                    dgh[s, n, j] = da
-                elif mode == LSTM:
-                    a, b, c, d, dcp = _lstm_b(gates[s, n, j], gates[s, n, H + j],
-                                              gates[s, n, 2 * H + j], gates[s, n, 3 * H + j],
-                                              cs[s + 1, n, j], cs[s, n, j], dht, dc[n, j],
-                                              lo, hi, clip_on)
-                    dgx[r0, j] = a
-                    dgx[r0, H + j] = b
-                    dgx[r0, 2 * H + j] = c
-                    dgx[r0, 3 * H + j] = d
-                    dgh[s, n, j] = a
-                    dgh[s, n, H + j] = b
-                    dgh[s, n, 2 * H + j] = c
-                    dgh[s, n, 3 * H + j] = d
-                    dc[n, j] = dcp
-                else:
-                    a, b, c, dhh, direct = _gru_b(gates[s, n, j], gates[s, n, H + j],
-                                                  gates[s, n, 2 * H + j], ghn[s, n, j],
-                                                  hs[s, n, j], dht)
-                    dgx[r0, j] = a
-                    dgx[r0, H + j] = b
-                    dgx[r0, 2 * H + j] = c
-                    dgh[s, n, j] = a
-                    dgh[s, n, H + j] = b
-                    dgh[s, n, 2 * H + j] = dhh
-                    dhp[n, j] = direct
-        np.dot(dgh[s], wh, dh)
-        if mode == GRU:
-            dh += dhp
-    GH = dgh.shape[2]
-    dg2 = dgh.reshape(T * N, GH)
-    dwh += np.dot(dg2.T, hs[:T].reshape(T * N, H))
-    dwx += np.dot(dgx.T, x2)
-    dx2 += np.dot(dgx, wx)
-    for r in range(T * N):
-        for k in range(GH):
-            dbx[k] += dgx[r, k]
-            dbh[k] += dg2[r, k]
 
 
 # ------------------------------------------------------------------ GPU kernels

@@ -58,7 +58,8 @@ from ...base import ParamError, ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import f16_safe
-from . import _rnn_kernels as K
+from . import _rnn_cpu as K
+from . import _rnn_kernels as KG
 
 __all__ = ['RNNParam', 'rnn_param_size', 'rnn_param_layout']
 
@@ -194,33 +195,53 @@ def _dropout_mask(ctx, p, shape, dtype):
 
 
 # ------------------------------------------------------------------ CPU
+def _seq_lens(p, inputs, T, N):
+    """Each sequence's length (int64 ``(N,)``): ``sequence_length`` or ``T``."""
+    if not p.use_sequence_length:
+        return np.full(N, T, np.int64)
+    return _check_lens(np.asarray(inputs[-1]), T, N)
+
+
+def _check_lens(raw, T, N):
+    lens = raw.astype(np.float64).reshape(-1)
+    if not np.all((lens >= 1) & (lens <= T) & (lens == np.floor(lens))):
+        raise ParamError('RNN: `sequence_length` entries must be integers in [1, T=%d]. '
+                         'Received: %s' % (T, np.array2string(raw.reshape(-1), threshold=8)))
+    return lens.astype(np.int64)
+
+
 def _run_forward(ctx, p, inputs, y_top, train):
     """Run every layer; returns the per-(layer, direction) records backward needs."""
     x, w, h0 = inputs[0], inputs[1], inputs[2]
     T, N, C = x.shape
     H, L, D, G = p.state_size, p.num_layers, _dirs(p), _GATES[p.mode]
     mode, (lo, hi, con, cnan) = _MODES[p.mode], _clip(p)
-    c0 = inputs[3] if p.mode == 'lstm' else None
-    recs, cur = [], x
+    lstm = p.mode == 'lstm'
+    c0 = inputs[3] if lstm else None
+    lens = _seq_lens(p, inputs, T, N)
+    dt = x.dtype
+    gh = np.empty((N, G * H), dt)
+    recs, cur = [], np.ascontiguousarray(x)
     for l in range(L):
-        y = y_top if l == L - 1 else np.empty((T, N, D * H), x.dtype)
-        layer = {'x': cur, 'dirs': []}
+        y = y_top if l == L - 1 else np.empty((T, N, D * H), dt)
+        layer = {'x': cur, 'dirs': [], 'lens': lens}
         for d in range(D):
             k = l * D + d
             wx, wh, bx, bh, i = _views(p, w, C, k)
-            hs = np.empty((T + 1, N, H), x.dtype)
-            cs = np.zeros((T + 1, N, H), x.dtype)
-            hs[0] = h0[k]
-            if c0 is not None:
-                cs[0] = c0[k]
-            gates = np.empty((T, N, G * H), x.dtype)
-            ghn = np.empty((T, N, H) if p.mode == 'gru' else (1, 1, 1), x.dtype)
-            K.layer_forward(mode, cur.reshape(T * N, i), wx, wh, bx, bh, hs, cs, gates, ghn,
-                            y, d * H, d == 1, lo, hi, con, cnan)
+            first = T if d == 1 else 0
+            hs = np.empty((T + 1, N, H), dt)
+            hs[first] = h0[k]
+            cs = np.empty((T + 1, N, H) if lstm else (T + 1, 1, 1), dt)
+            if lstm:
+                cs[first] = c0[k]
+            gates = np.empty((T * N, G * H), dt)
+            ghn = np.empty((T, N, H) if p.mode == 'gru' else (T, 1, 1), dt)
+            K.layer_forward(mode, cur.reshape(T * N, i), wx, wh, bx, bh, hs, cs, gates, ghn, gh,
+                            y, d * H, d == 1, lens, dt.type(lo), dt.type(hi), con, cnan)
             layer['dirs'].append((hs, cs, gates, ghn))
         recs.append(layer)
         if l < L - 1 and train and p.p > 0:
-            layer['mask'] = _dropout_mask(ctx, p, y.shape, x.dtype)
+            layer['mask'] = _dropout_mask(ctx, p, y.shape, dt)
             y = y * layer['mask']
         cur = y
     return recs
@@ -232,9 +253,10 @@ def _final_states(p, recs, outputs):
     D = _dirs(p)
     for l, layer in enumerate(recs):
         for d, (hs, cs, _, _) in enumerate(layer['dirs']):
-            outputs[1][l * D + d] = hs[-1]
+            last = 0 if d == 1 else hs.shape[0] - 1
+            outputs[1][l * D + d] = hs[last]
             if p.mode == 'lstm':
-                outputs[2][l * D + d] = cs[-1]
+                outputs[2][l * D + d] = cs[last]
 
 
 @f16_safe
@@ -257,34 +279,36 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     T, N, C = x.shape
     H, L, D, G = p.state_size, p.num_layers, _dirs(p), _GATES[p.mode]
     mode, (lo, hi, con, _) = _MODES[p.mode], _clip(p)
+    dt = x.dtype
     recs = ctx.state.get('rnn')
     if recs is None:   # backward without a training forward: recompute (no dropout)
-        recs = _run_forward(ctx, p, inputs, np.empty((T, N, D * H), x.dtype), False)
+        recs = _run_forward(ctx, p, inputs, np.empty((T, N, D * H), dt), False)
+    lens = recs[0]['lens']
     dw = np.zeros_like(w)
-    dh0 = np.zeros((L * D, N, H), x.dtype)
-    dc0 = np.zeros((L * D, N, H), x.dtype)
+    dh0 = np.zeros((L * D, N, H), dt)
+    dc0 = np.zeros((L * D, N, H), dt)
     og = list(out_grads) + [None] * 3
-    dy = og[0] if og[0] is not None else np.zeros((T, N, D * H), x.dtype)
-    dgx = np.empty((T * N, G * H), x.dtype)
-    dgh = np.empty((T, N, G * H), x.dtype)
-    dhp = np.zeros((N, H), x.dtype)
+    dy = np.ascontiguousarray(og[0]) if og[0] is not None else np.zeros((T, N, D * H), dt)
+    dgx = np.empty((T * N, G * H), dt)
+    dgh = np.empty((T * N, G * H), dt) if p.mode == 'gru' else dgx
+    dhp = np.empty((N, H), dt)
     for l in range(L - 1, -1, -1):
         layer = recs[l]
         xin = layer['x']
         i = xin.shape[2]
-        dx = np.zeros((T, N, i), x.dtype)
+        dx = np.zeros((T, N, i), dt)
         for d in range(D):
             k = l * D + d
             hs, cs, gates, ghn = layer['dirs'][d]
             wx, wh, _, _, _ = _views(p, w, C, k)
             dwx, dwh, dbx, dbh, _ = _views(p, dw, C, k)
-            dh = og[1][k].copy() if p.state_outputs and og[1] is not None else \
-                np.zeros((N, H), x.dtype)
-            dc = og[2][k].copy() if p.state_outputs and p.mode == 'lstm' and og[2] is not None \
-                else np.zeros((N, H), x.dtype)
-            K.layer_backward(mode, np.ascontiguousarray(xin).reshape(T * N, i), wx, wh, hs, cs,
-                             gates, ghn, dy, d * H, d == 1, dh, dc, dgx, dgh, dhp, dwx, dwh,
-                             dbx, dbh, dx.reshape(T * N, i), lo, hi, con)
+            dh = og[1][k].astype(dt) if p.state_outputs and og[1] is not None else \
+                np.zeros((N, H), dt)
+            dc = og[2][k].astype(dt) if p.state_outputs and p.mode == 'lstm' and \
+                og[2] is not None else np.zeros((N, H), dt)
+            K.layer_backward(mode, xin.reshape(T * N, i), wx, wh, hs, cs, gates, ghn, dy, d * H,
+                             d == 1, lens, dh, dc, dgx, dgh, dhp, dwx, dwh, dbx, dbh,
+                             dx.reshape(T * N, i), dt.type(lo), dt.type(hi), con)
             dh0[k], dc0[k] = dh, dc
         if l > 0:
             prev = recs[l - 1]
@@ -317,7 +341,7 @@ def _gpu_put(dst, src, req):
         return
     one = _dev(1, src.dtype)
     one.copy_to_device(np.ones(1, src.dtype))
-    K.axpy_gpu.launch(dst.size, dst.reshape(-1), src.reshape(-1), one, req == 'add')
+    KG.axpy_gpu.launch(dst.size, dst.reshape(-1), src.reshape(-1), one, req == 'add')
 
 
 def _run_forward_gpu(ctx, p, inputs, y_top, train):
@@ -344,7 +368,7 @@ def _run_forward_gpu(ctx, p, inputs, y_top, train):
             for s in range(T):
                 t = T - 1 - s if d == 1 else s
                 _gpu_gemm(hs[s], False, wh, True, gh, False)
-                K.step_fwd_gpu.launch(N * H, mode, gx, t * N, bx, gh, bh, hs[s], cs[s], gates[s],
+                KG.step_fwd_gpu.launch(N * H, mode, gx, t * N, bx, gh, bh, hs[s], cs[s], gates[s],
                                       hs[s + 1], cs[s + 1], ghn[s], y, t, d * H, lo, hi, con,
                                       cnan)
             layer['dirs'].append((hs, cs, gates, ghn))
@@ -354,7 +378,7 @@ def _run_forward_gpu(ctx, p, inputs, y_top, train):
             layer['mask'] = _dev(mask.shape, dt)
             layer['mask'].copy_to_device(mask)
             dropped = _dev((T, N, D * H), dt)
-            K.axpy_gpu.launch(y.size, dropped.reshape(-1), y.reshape(-1),
+            KG.axpy_gpu.launch(y.size, dropped.reshape(-1), y.reshape(-1),
                               layer['mask'].reshape(-1), False)
             y = dropped
         cur = y
@@ -405,7 +429,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                 dc.copy_to_device(og[2][k])
             for s in range(T - 1, -1, -1):
                 t = T - 1 - s if d == 1 else s
-                K.step_bwd_gpu.launch(N * H, mode, gates[s], hs[s], cs[s], cs[s + 1], ghn[s], dy,
+                KG.step_bwd_gpu.launch(N * H, mode, gates[s], hs[s], cs[s], cs[s + 1], ghn[s], dy,
                                       t, d * H, dh, dc, dgx, t * N, dgh[s], dhp, lo, hi, con)
                 dh.copy_to_device(dhp)
                 _gpu_gemm(dgh[s], False, wh, False, dh, True)
@@ -413,15 +437,15 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
             _gpu_gemm(dg2, True, hs[0:T].reshape(T * N, H), False, dwh, True)
             _gpu_gemm(dgx, True, xin.reshape(T * N, i), False, dwx, True)
             _gpu_gemm(dgx, False, wx, False, dx.reshape(T * N, i), True)
-            K.colsum_gpu.launch(G * H, dgx, dbx)
-            K.colsum_gpu.launch(G * H, dg2, dbh)
+            KG.colsum_gpu.launch(G * H, dgx, dbx)
+            KG.colsum_gpu.launch(G * H, dg2, dbh)
             dh0[k].copy_to_device(dh)
             dc0[k].copy_to_device(dc)
         if l > 0:
             prev = recs[l - 1]
             if 'mask' in prev:
                 masked = _dev((T, N, i), dt)
-                K.axpy_gpu.launch(dx.size, masked.reshape(-1), dx.reshape(-1),
+                KG.axpy_gpu.launch(dx.size, masked.reshape(-1), dx.reshape(-1),
                                   prev['mask'].reshape(-1), False)
                 dx = masked
             dy = dx
