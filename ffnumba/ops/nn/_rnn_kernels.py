@@ -88,7 +88,7 @@ def _build_step_fwd():
     import_cuda(globals())
 
     @cuda.jit
-    def k(mode, gx, r0, bx, gh, bh, hp, cp, gates, hn, cn, ghn, y, t, ycol,
+    def k(mode, gx, r0, bx, gh, bh, hp, cp, gates, hn, cn, ghn, y, t, ycol, lens,
           lo, hi, clip_on, clip_nan):
         # one step for every (n, j); arrays are 2-D (N, .) except y (T, N, D*H)
         N, H = hp.shape
@@ -97,7 +97,11 @@ def _build_step_fwd():
             n = q // H
             j = q - n * H
             r = r0 + n
-            if mode <= TANH:
+            if t >= lens[n]:     # past this sequence's end: carry the state, output 0
+                hn[n, j] = hp[n, j]
+                if mode == LSTM:
+                    cn[n, j] = cp[n, j]
+            elif mode <= TANH:
                 v = _rnn_f(mode, gx[r, j] + bx[j] + gh[n, j] + bh[j])
                 gates[n, j] = v
                 hn[n, j] = v
@@ -124,7 +128,7 @@ def _build_step_fwd():
                 gates[n, 2 * H + j] = nn
                 ghn[n, j] = hh
                 hn[n, j] = h
-            y[t, n, ycol + j] = hn[n, j]
+            y[t, n, ycol + j] = hn[n, j] if t < lens[n] else 0.0
     return k
 
 
@@ -132,9 +136,10 @@ def _build_step_bwd():
     import_cuda(globals())
 
     @cuda.jit
-    def k(mode, gates, hp, cp, c_s, ghn, dy, t, ycol, dh, dc, dgx, r0, dgh, dhp,
+    def k(mode, gates, hp, cp, c_s, ghn, dy, t, ycol, dh, dc, dgx, r0, dgh, dhp, lens,
           lo, hi, clip_on):
         N, H = hp.shape
+        G = gates.shape[1] // H
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for q in range(start, N * H, stride):
             n = q // H
@@ -142,7 +147,12 @@ def _build_step_bwd():
             r = r0 + n
             dht = dh[n, j] + dy[t, n, ycol + j]
             dhp[n, j] = 0.0
-            if mode <= TANH:
+            if t >= lens[n]:     # carried state: the gradient passes through unchanged
+                dhp[n, j] = dh[n, j]
+                for b in range(G):
+                    dgx[r, b * H + j] = 0.0
+                    dgh[n, b * H + j] = 0.0
+            elif mode <= TANH:
                 da = _rnn_b(mode, gates[n, j], dht)
                 dgx[r, j] = da
                 dgh[n, j] = da

@@ -54,7 +54,7 @@ Source: MXNet 1.x ``RNN`` operator documentation and ``src/operator/rnn-inl.h``
 """
 import numpy as np
 
-from ...base import ParamError, ShapeError
+from ...base import FFError, ParamError, ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import f16_safe
@@ -82,8 +82,8 @@ class RNNParam(Params):
     lstm_state_clip_max = Field(float, None, 'Upper bound of the LSTM cell state (with min).')
     lstm_state_clip_nan = Field(bool, False, 'With clipping: a NaN cell state becomes the '
                                              'lower bound instead of propagating.')
-    use_sequence_length = Field(bool, False, 'Variable-length sequences (not supported: must '
-                                             'be False; mask the outputs with SequenceMask).')
+    use_sequence_length = Field(bool, False, 'Variable-length sequences: take each one\'s '
+                                             'length from the extra input `sequence_length`.')
 
     def validate(self):
         if self.p >= 1.0:
@@ -91,10 +91,6 @@ class RNNParam(Params):
         if self.projection_size is not None:
             raise ParamError('RNN: `projection_size` (LSTMP) is not supported. Received: '
                              'projection_size=%r' % self.projection_size)
-        if self.use_sequence_length:
-            raise ParamError('RNN: `use_sequence_length=True` is not supported; pad the batch '
-                             'and use SequenceMask / SequenceLast. Received: '
-                             'use_sequence_length=True')
         lo, hi = self.lstm_state_clip_min, self.lstm_state_clip_max
         if (lo is None) != (hi is None) or (lo is not None and lo > hi):
             raise ParamError('RNN: `lstm_state_clip_min` and `lstm_state_clip_max` must be given '
@@ -133,7 +129,8 @@ def rnn_param_size(mode, num_layers, bidirectional, input_size, state_size):
 
 
 def _arguments(p):
-    return ['data', 'parameters', 'state'] + (['state_cell'] if p.mode == 'lstm' else [])
+    return (['data', 'parameters', 'state'] + (['state_cell'] if p.mode == 'lstm' else []) +
+            (['sequence_length'] if p.use_sequence_length else []))
 
 
 def _outputs(p):
@@ -168,6 +165,8 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
     shape_assign(ins, 2, (L * D, N, H), 'state')
     if lstm:
         shape_assign(ins, 3, (L * D, N, H), 'state_cell')
+    if p.use_sequence_length:
+        shape_assign(ins, len(ins) - 1, (N,), 'sequence_length')
     res = [(T, N, D * H)]
     if p.state_outputs:
         res += [(L * D, N, H)] * (2 if lstm else 1)
@@ -196,17 +195,17 @@ def _dropout_mask(ctx, p, shape, dtype):
 
 # ------------------------------------------------------------------ CPU
 def _seq_lens(p, inputs, T, N):
-    """Each sequence's length (int64 ``(N,)``): ``sequence_length`` or ``T``."""
+    """Each sequence's length (int64 ``(N,)`` on the host): ``sequence_length`` or ``T``.
+
+    Raises FFError unless every length is an integer in [1, T]."""
     if not p.use_sequence_length:
         return np.full(N, T, np.int64)
-    return _check_lens(np.asarray(inputs[-1]), T, N)
-
-
-def _check_lens(raw, T, N):
+    raw = inputs[-1]
+    raw = raw.copy_to_host() if hasattr(raw, 'copy_to_host') else np.asarray(raw)
     lens = raw.astype(np.float64).reshape(-1)
     if not np.all((lens >= 1) & (lens <= T) & (lens == np.floor(lens))):
-        raise ParamError('RNN: `sequence_length` entries must be integers in [1, T=%d]. '
-                         'Received: %s' % (T, np.array2string(raw.reshape(-1), threshold=8)))
+        raise FFError('RNN: every `sequence_length` must be an integer in [1, %d] (the time '
+                      'axis). Received: %s' % (T, lens.tolist()))
     return lens.astype(np.int64)
 
 
@@ -319,6 +318,8 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     _put(in_grads[2], dh0, req[2])
     if p.mode == 'lstm':
         _put(in_grads[3], dc0, req[3])
+    if p.use_sequence_length and req[-1] == 'write':
+        in_grads[-1][...] = 0     # lengths get a zero gradient
 
 
 # ------------------------------------------------------------------ GPU
@@ -351,10 +352,12 @@ def _run_forward_gpu(ctx, p, inputs, y_top, train):
     mode, (lo, hi, con, cnan) = _MODES[p.mode], _clip(p)
     c0 = inputs[3] if p.mode == 'lstm' else None
     dt = np.dtype(x.dtype)
+    from numba import cuda
+    lens = cuda.to_device(_seq_lens(p, inputs, T, N))
     recs, cur = [], x
     for l in range(L):
         y = y_top if l == L - 1 else _dev((T, N, D * H), dt)
-        layer = {'x': cur, 'dirs': []}
+        layer = {'x': cur, 'dirs': [], 'lens': lens}
         for d in range(D):
             k = l * D + d
             wx, wh, bx, bh, i = _views(p, w, C, k)
@@ -369,8 +372,8 @@ def _run_forward_gpu(ctx, p, inputs, y_top, train):
                 t = T - 1 - s if d == 1 else s
                 _gpu_gemm(hs[s], False, wh, True, gh, False)
                 KG.step_fwd_gpu.launch(N * H, mode, gx, t * N, bx, gh, bh, hs[s], cs[s], gates[s],
-                                      hs[s + 1], cs[s + 1], ghn[s], y, t, d * H, lo, hi, con,
-                                      cnan)
+                                      hs[s + 1], cs[s + 1], ghn[s], y, t, d * H, lens, lo, hi,
+                                      con, cnan)
             layer['dirs'].append((hs, cs, gates, ghn))
         recs.append(layer)
         if l < L - 1 and train and p.p > 0:
@@ -412,6 +415,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     dy = og[0] if og[0] is not None else _dev((T, N, D * H), dt, zero=True)
     dgx, dgh = _dev((T * N, G * H), dt), _dev((T, N, G * H), dt)
     dhp = _dev((N, H), dt)
+    lens = recs[0]['lens']
     for l in range(L - 1, -1, -1):
         layer = recs[l]
         xin = layer['x']
@@ -430,7 +434,8 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
             for s in range(T - 1, -1, -1):
                 t = T - 1 - s if d == 1 else s
                 KG.step_bwd_gpu.launch(N * H, mode, gates[s], hs[s], cs[s], cs[s + 1], ghn[s], dy,
-                                      t, d * H, dh, dc, dgx, t * N, dgh[s], dhp, lo, hi, con)
+                                      t, d * H, dh, dc, dgx, t * N, dgh[s], dhp, lens, lo, hi,
+                                      con)
                 dh.copy_to_device(dhp)
                 _gpu_gemm(dgh[s], False, wh, False, dh, True)
             dg2 = dgh.reshape(T * N, G * H)
@@ -455,6 +460,8 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     _gpu_put(in_grads[2], dh0, req[2])
     if p.mode == 'lstm':
         _gpu_put(in_grads[3], dc0, req[3])
+    if p.use_sequence_length and req[-1] == 'write':
+        in_grads[-1].copy_to_device(np.zeros(tuple(in_grads[-1].shape), dt))
 
 
 register_op(OpDef(

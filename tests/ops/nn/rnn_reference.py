@@ -70,3 +70,22 @@ def rnn_forward(mode, L, bidirectional, data, parameters, state, state_cell=None
             hy[k], cy[k] = h, c
         x = np.concatenate(outs, axis=2)
     return x, hy, cy
+
+
+def rnn_forward_lengths(mode, L, bidirectional, data, parameters, state, state_cell, lengths,
+                        clip=None):
+    """``use_sequence_length``: every sequence run alone over its own first ``lengths[n]``
+    steps (outputs past the end 0, final states those at the sequence's last step)."""
+    T, N, _ = data.shape
+    D = 2 if bidirectional else 1
+    H = state.shape[2]
+    out = np.zeros((T, N, D * H))
+    hy, cy = np.zeros_like(state), np.zeros_like(state)
+    for n in range(N):
+        k = int(lengths[n])
+        o, h, c = rnn_forward(mode, L, bidirectional, data[:k, n:n + 1], parameters,
+                              state[:, n:n + 1],
+                              None if state_cell is None else state_cell[:, n:n + 1], clip)
+        out[:k, n] = o[:, 0]
+        hy[:, n], cy[:, n] = h[:, 0], c[:, 0]
+    return out, hy, cy

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ffnumba as ff
-from ffnumba.base import ParamError, ShapeError
+from ffnumba.base import FFError, ParamError, ShapeError
 from ffnumba.ops.nn.rnn import rnn_param_size
 from ffnumba.testing import OpCase
-from rnn_reference import rnn_forward
+from rnn_reference import rnn_forward, rnn_forward_lengths
 
 MODES = ['rnn_relu', 'rnn_tanh', 'lstm', 'gru']
 
@@ -47,6 +47,100 @@ class TestRNN(OpCase):
 
     test_gradient = settings(max_examples=20, deadline=None)(given(data=st.data())(
         OpCase._gradient_case))
+
+
+class _SeqLen(OpCase):
+    """use_sequence_length: each sequence alone over its own length is the oracle."""
+    op = 'RNN'
+    shapes = [dict(data=(4, 3, 2)), dict(data=(3, 4, 3))]
+    max_batch = None
+    rtol32, atol32 = 1e-4, 1e-5
+    grad_rtol, grad_atol = 1e-4, 1e-6
+
+    def inputs(self, rng, p, shapes):
+        T, N, _ = shapes['data']
+        out = {k: rng.uniform(-1, 1, v) for k, v in shapes.items() if k != 'sequence_length'}
+        lens = rng.integers(1, T + 1, N)
+        lens[0] = T            # one full-length sequence, the rest drawn
+        out['sequence_length'] = lens.astype(float)
+        return out
+
+    def reference(self, p, data, parameters, state, state_cell=None, sequence_length=None):
+        if sequence_length is None:
+            state_cell, sequence_length = None, state_cell
+        clip = None
+        if p.get('lstm_state_clip_min') is not None:
+            clip = (p['lstm_state_clip_min'], p['lstm_state_clip_max'])
+        out, hy, cy = rnn_forward_lengths(p['mode'], p['num_layers'], p.get('bidirectional', False),
+                                          data, parameters, state, state_cell, sequence_length,
+                                          clip)
+        if not p.get('state_outputs'):
+            return [out]
+        return [out, hy] + ([cy] if p['mode'] == 'lstm' else [])
+
+    def cases(self):
+        @st.composite
+        def draw(d):
+            p = dict(self.params[0], num_layers=d(st.integers(1, 2)),
+                     bidirectional=d(st.booleans()), state_size=d(st.integers(1, 3)))
+            if p['mode'] != 'lstm':
+                p['mode'] = d(st.sampled_from(['gru', 'rnn_tanh', 'rnn_relu']))
+            return p, dict(data=(d(st.integers(1, 4)), d(st.integers(1, 3)), d(st.integers(1, 3))))
+        return draw()
+
+    test_gradient = settings(max_examples=12, deadline=None)(given(data=st.data())(
+        OpCase._gradient_case))
+
+
+class TestRNNSequenceLengthLSTM(_SeqLen):
+    params = [dict(mode='lstm', state_size=3, num_layers=2, bidirectional=True,
+                   state_outputs=True, use_sequence_length=True),
+              dict(mode='lstm', state_size=2, num_layers=1, state_outputs=True,
+                   use_sequence_length=True, lstm_state_clip_min=-0.3, lstm_state_clip_max=0.3)]
+    grad_nodes = ['data', 'parameters', 'state', 'state_cell']
+
+
+class TestRNNSequenceLengthOther(_SeqLen):
+    params = [dict(mode='gru', state_size=3, num_layers=2, bidirectional=True,
+                   state_outputs=True, use_sequence_length=True),
+              dict(mode='rnn_tanh', state_size=2, num_layers=1, bidirectional=True,
+                   state_outputs=True, use_sequence_length=True),
+              dict(mode='rnn_relu', state_size=2, num_layers=2, use_sequence_length=True)]
+    grad_nodes = ['data', 'parameters', 'state']
+
+
+def test_sequence_length_names_shapes_and_errors():
+    s = ff.sym.RNN(ff.sym.var('data'), state_size=4, num_layers=1, mode='lstm',
+                   use_sequence_length=True, state_outputs=True, name='r')
+    assert s.list_arguments() == ['data', 'r_parameters', 'r_state', 'r_state_cell',
+                                  'r_sequence_length']   # as MXNet 1.9.1
+    args, outs, _ = s.infer_shape(data=(5, 3, 2))
+    assert args[-1] == (3,) and outs == [(5, 3, 4), (1, 3, 4), (1, 3, 4)]
+    g = ff.sym.RNN(ff.sym.var('data'), state_size=4, num_layers=1, mode='gru',
+                   use_sequence_length=True, name='g')
+    assert g.list_arguments() == ['data', 'g_parameters', 'g_state', 'g_sequence_length']
+    shapes = dict(zip(g.list_arguments(), g.infer_shape(data=(3, 2, 2))[0]))
+    vals = {k: ff.nd.zeros(v) for k, v in shapes.items()}
+    for bad in ([0, 2], [1, 4], [1.5, 2]):
+        vals['g_sequence_length'] = ff.nd.array(bad)
+        exe = g.bind(ff.cpu(), vals)
+        with pytest.raises(FFError, match=r'RNN.*sequence_length.*\[1, 3\]'):
+            exe.forward()
+
+
+def test_sequence_length_gradient_is_zero_and_padding_gets_none():
+    rng = np.random.default_rng(3)
+    s = ff.sym.RNN(ff.sym.var('data'), state_size=2, num_layers=1, mode='lstm',
+                   bidirectional=True, use_sequence_length=True, name='r')
+    shapes = dict(zip(s.list_arguments(), s.infer_shape(data=(4, 2, 3))[0]))
+    vals = {k: ff.nd.array(rng.uniform(-1, 1, v)) for k, v in shapes.items()}
+    vals['r_sequence_length'] = ff.nd.array([4, 2])
+    exe = s.bind(ff.cpu(), vals, args_grad={k: ff.nd.ones(v) for k, v in shapes.items()})
+    exe.forward(is_train=True)
+    assert np.all(exe.outputs[0].asnumpy()[2:, 1] == 0)
+    exe.backward([ff.nd.ones((4, 2, 4))])
+    assert np.all(exe.grad_dict['r_sequence_length'].asnumpy() == 0)
+    assert np.all(exe.grad_dict['data'].asnumpy()[2:, 1] == 0)
 
 
 def test_param_size_matches_mxnet():
@@ -133,3 +227,25 @@ def test_gpu_dropout_between_layers_matches_cpu_with_the_same_seed():
         res.append((exe.outputs[0].asnumpy(), exe.grad_dict['r_parameters'].asnumpy()))
     assert_almost_equal(res[1][0], res[0][0], 1e-4, 1e-5)
     assert_almost_equal(res[1][1], res[0][1], 1e-4, 1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('mode', ['lstm', 'gru', 'rnn_relu'])
+def test_gpu_sequence_length_gradients_match_cpu(mode):
+    from ffnumba.testing import assert_almost_equal, bind_numpy
+    s = ff.sym.RNN(ff.sym.var('data'), state_size=3, num_layers=2, mode=mode,
+                   bidirectional=True, use_sequence_length=True, state_outputs=True, name='r')
+    shapes = dict(zip(s.list_arguments(), s.infer_shape(data=(4, 3, 2))[0]))
+    rng = np.random.default_rng(0)
+    vals = {k: rng.uniform(-1, 1, v) for k, v in shapes.items()}
+    vals['r_sequence_length'] = np.array([4.0, 1.0, 3.0])
+    heads = [rng.standard_normal(o) for o in s.infer_shape(data=(4, 3, 2))[1]]
+    res = []
+    for ctx in (ff.cpu(0), ff.gpu(0)):
+        exe = bind_numpy(s, vals, ctx=ctx, dtype='float64')
+        exe.forward(is_train=True)
+        exe.backward([ff.nd.array(h, ctx=ctx, dtype='float64') for h in heads])
+        res.append([o.asnumpy() for o in exe.outputs] +
+                   [exe.grad_dict[k].asnumpy() for k in sorted(shapes)])
+    for gpu_v, cpu_v in zip(res[1], res[0]):
+        assert_almost_equal(gpu_v, cpu_v, 1e-6, 1e-8)
