@@ -270,13 +270,14 @@ def _step_bwd(mode, g, c_new, cp, hp, ghn, dyt, ycol, dh, dc, dg, dgr, dhp, lens
 
 @njit(**JIT)
 def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh, dc,
-                   dgx, dgh, dhp, dwx, dwh, dbx, dbh, dx2, lo, hi, clip_on):
+                   dgx, dgh, dhp, dwx, dwh, dbx, dbh, dx2, lo, hi, clip_on, need_dx, need_dw):
     """Backward of :func:`layer_forward`; adds into ``dwx, dwh, dbx, dbh, dx2``.
 
     ``dh, dc (N, H)`` come in as dL/d(final state) and leave as dL/d(initial
     state). Scratch: ``dgx (T*N, G*H)``; ``dgh`` the same array as ``dgx``
     except for GRU (its own ``(T*N, G*H)``: the recurrent n-gate gradient
-    differs); ``dhp (N, H)``.
+    differs); ``dhp (N, H)``. ``need_dx`` / ``need_dw``: False skips the input
+    (weight) gradient GEMMs.
     """
     T = hs.shape[0] - 1
     N = hs.shape[1]
@@ -293,10 +294,13 @@ def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh
         np.dot(dgh[rows], wh, dh)
         if direct:
             dh += dhp
+    if need_dx:
+        dx2 += np.dot(dgx, wx)
+    if not need_dw:
+        return
     hprev = hs[1:] if rev else hs[:T]
     dwh += np.dot(dgh.T, hprev.reshape(T * N, H))
     dwx += np.dot(dgx.T, x2)
-    dx2 += np.dot(dgx, wx)
     for r in range(T * N):
         a, b = dgx[r], dgh[r]
         for k in range(GH):

@@ -272,6 +272,16 @@ def _put(dst, src, req):
         dst += src
 
 
+def _grad_target(dst, req, shape, dt):
+    """The array the kernels add a gradient into: ``dst`` itself when it can take the
+    sums directly (zeroed first for 'write'), else a zeroed scratch copied by :func:`_put`."""
+    if req in ('write', 'add') and dst.dtype == dt and dst.flags.c_contiguous:
+        if req == 'write':
+            dst[...] = 0
+        return dst, True
+    return np.zeros(shape, dt), False
+
+
 @f16_safe
 def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     x, w = inputs[0], inputs[1]
@@ -283,7 +293,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     if recs is None:   # backward without a training forward: recompute (no dropout)
         recs = _run_forward(ctx, p, inputs, np.empty((T, N, D * H), dt), False)
     lens = recs[0]['lens']
-    dw = np.zeros_like(w)
+    dw, dw_direct = _grad_target(in_grads[1], req[1], w.shape, dt)
     dh0 = np.zeros((L * D, N, H), dt)
     dc0 = np.zeros((L * D, N, H), dt)
     og = list(out_grads) + [None] * 3
@@ -295,7 +305,11 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         layer = recs[l]
         xin = layer['x']
         i = xin.shape[2]
-        dx = np.zeros((T, N, i), dt)
+        dx_direct = False
+        if l == 0:
+            dx, dx_direct = _grad_target(in_grads[0], req[0], (T, N, i), dt)
+        else:
+            dx = np.zeros((T, N, i), dt)
         for d in range(D):
             k = l * D + d
             hs, cs, gates, ghn = layer['dirs'][d]
@@ -307,14 +321,16 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                 og[2] is not None else np.zeros((N, H), dt)
             K.layer_backward(mode, xin.reshape(T * N, i), wx, wh, hs, cs, gates, ghn, dy, d * H,
                              d == 1, lens, dh, dc, dgx, dgh, dhp, dwx, dwh, dbx, dbh,
-                             dx.reshape(T * N, i), dt.type(lo), dt.type(hi), con)
+                             dx.reshape(T * N, i), dt.type(lo), dt.type(hi), con,
+                             l > 0 or req[0] != 'null', req[1] != 'null')
             dh0[k], dc0[k] = dh, dc
         if l > 0:
             prev = recs[l - 1]
             dy = dx * prev['mask'] if 'mask' in prev else dx
-        else:
+        elif not dx_direct:
             _put(in_grads[0], dx, req[0])
-    _put(in_grads[1], dw, req[1])
+    if not dw_direct:
+        _put(in_grads[1], dw, req[1])
     _put(in_grads[2], dh0, req[2])
     if p.mode == 'lstm':
         _put(in_grads[3], dc0, req[3])
