@@ -110,15 +110,22 @@ def _gate_tanh(a, b, c):
 
 @njit(**JIT)
 def _step_fwd(mode, g, gh, bh, hp, cp, hn, cn, ghn, yt, ycol, lens, t, lo, hi, clip_on,
-              clip_nan):
+              clip_nan, proj):
     """One time step for every sequence. ``g (N, G*H)`` holds ``Wx x + bx`` on
     entry and the activated gates on exit; ``gh (N, G*H)`` is ``Wh h``.
+    ``proj`` (LSTMP): ``hn`` gets ``o * tanh(c)`` (N, H) before the projection,
+    and the caller writes the state and the output.
 
     Every loop runs from 0 over 1-D row views (``a[H + j]`` would keep numba's
     negative-index check and stop LLVM from vectorising)."""
-    N, H = hp.shape
+    N = g.shape[0]
+    H = g.shape[1] // (4 if mode == LSTM else 3 if mode == GRU else 1)
     for n in range(N):
         a, b, p, q, yr = g[n], gh[n], hp[n], hn[n], yt[n, ycol:ycol + H]
+        if t >= lens[n] and proj:
+            q[:] = 0.0
+            cn[n, :] = cp[n, :]
+            continue
         if t >= lens[n]:        # past this sequence's end: carry the state, output 0
             for j in range(H):
                 q[j] = p[j]
@@ -168,20 +175,35 @@ def _step_fwd(mode, g, gh, bh, hp, cp, hn, cn, ghn, yt, ycol, lens, t, lo, hi, c
                 an[j] = _th(an[j] + ar[j] * gr[j])
             for j in range(H):
                 q[j] = (_ONE - az[j]) * an[j] + az[j] * p[j]
-        for j in range(H):
-            yr[j] = q[j]
+        if not proj:
+            for j in range(H):
+                yr[j] = q[j]
+
+
+@njit(**JIT)
+def _proj_out(hp, hn, yt, ycol, lens, t):
+    """LSTMP after ``hn = (o * tanh(c)) @ Whr.T``: carried rows keep ``hp``; output."""
+    P = hn.shape[1]
+    for n in range(hn.shape[0]):
+        yr = yt[n, ycol:ycol + P]
+        if t >= lens[n]:
+            hn[n, :] = hp[n, :]
+            yr[:] = 0.0
+        else:
+            yr[:] = hn[n, :]
 
 
 @njit(**JIT)
 def layer_forward(mode, x2, wx, wh, bx, bh, hs, cs, gates, ghn, gh, y, ycol, rev, lens,
-                  lo, hi, clip_on, clip_nan):
+                  lo, hi, clip_on, clip_nan, whr, hraw, proj):
     """One layer, one direction over the whole sequence.
 
     ``x2 (T*N, I)`` the layer input; ``hs, cs (T+1, N, H)`` by time (see the
     module docstring) with the initial state already in place; ``gates (T*N,
     G*H)`` gets the activated gates by time, ``ghn (T, N, H)`` GRU's ``Wh_n h
     + bh_n``, ``gh (N, G*H)`` is scratch; ``y (T, N, D*H)`` gets columns
-    ``ycol:ycol+H``.
+    ``ycol:ycol+H``. ``proj`` (LSTMP, ``whr (P, H)``): ``hs (T+1, N, P)`` holds
+    the projected states, ``hraw (T, N, H)`` gets ``o * tanh(c)`` by time.
     """
     T = hs.shape[0] - 1
     N = hs.shape[1]
@@ -195,18 +217,23 @@ def layer_forward(mode, x2, wx, wh, bx, bh, hs, cs, gates, ghn, gh, y, ycol, rev
         t = T - 1 - s if rev else s
         hin, hout = (t + 1, t) if rev else (t, t + 1)
         np.dot(hs[hin], wh.T, gh)
-        _step_fwd(mode, gates[t * N:(t + 1) * N], gh, bh, hs[hin], cs[hin], hs[hout],
-                  cs[hout], ghn[t], y[t], ycol, lens, t, lo, hi, clip_on, clip_nan)
+        _step_fwd(mode, gates[t * N:(t + 1) * N], gh, bh, hs[hin], cs[hin],
+                  hraw[t] if proj else hs[hout], cs[hout], ghn[t], y[t], ycol, lens, t, lo, hi,
+                  clip_on, clip_nan, proj)
+        if proj:
+            np.dot(hraw[t], whr.T, hs[hout])
+            _proj_out(hs[hin], hs[hout], y[t], ycol, lens, t)
 
 
 # ------------------------------------------------------------------ backward
 @njit(**JIT)
 def _step_bwd(mode, g, c_new, cp, hp, ghn, dyt, ycol, dh, dc, dg, dgr, dhp, lens, t, lo, hi,
-              clip_on, direct):
+              clip_on, direct, add_dy):
     """Gate gradients of one time step; ``dh, dc`` come in as dL/d(state after t)
     (without the output's share; ``dh`` is overwritten) and ``dc`` leaves as
     dL/dc_prev. ``direct``: fill ``dhp`` with the part of dL/dh_prev that
-    does not go through ``Wh`` (GRU's ``z``, carried states)."""
+    does not go through ``Wh`` (GRU's ``z``, carried states). ``add_dy``: add
+    the output's gradient ``dyt`` to ``dh`` first (LSTMP adds it before the projection)."""
     N, H = dh.shape
     for n in range(N):
         a, dr, hr = g[n], dg[n], dh[n]
@@ -216,9 +243,10 @@ def _step_bwd(mode, g, c_new, cp, hp, ghn, dyt, ycol, dh, dc, dg, dgr, dhp, lens
                 dgr[n, :] = 0.0
             dhp[n, :] = hr
             continue
-        dyr = dyt[n, ycol:ycol + H]
-        for j in range(H):
-            hr[j] += dyr[j]
+        if add_dy:
+            dyr = dyt[n, ycol:ycol + H]
+            for j in range(H):
+                hr[j] += dyr[j]
         if mode <= TANH:
             if mode == RELU:
                 for j in range(H):
@@ -269,19 +297,37 @@ def _step_bwd(mode, g, c_new, cp, hp, ghn, dyt, ycol, dh, dc, dg, dgr, dhp, lens
 
 
 @njit(**JIT)
+def _proj_grad(dh, dyt, ycol, lens, t, dr, dcarry):
+    """LSTMP: ``dr`` = dL/d(projected state at t) (0 past the end), ``dcarry`` the
+    gradient a carried state passes straight back (0 within the sequence)."""
+    P = dh.shape[1]
+    for n in range(dh.shape[0]):
+        if t >= lens[n]:
+            dr[n, :] = 0.0
+            dcarry[n, :] = dh[n, :]
+        else:
+            dyr, d, hr = dyt[n, ycol:ycol + P], dr[n], dh[n]
+            for j in range(P):
+                d[j] = hr[j] + dyr[j]
+            dcarry[n, :] = 0.0
+
+
+@njit(**JIT)
 def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh, dc,
-                   dgx, dgh, dhp, dwx, dwh, dbx, dbh, dx2, lo, hi, clip_on, need_dx, need_dw):
+                   dgx, dgh, dhp, dwx, dwh, dbx, dbh, dx2, lo, hi, clip_on, need_dx, need_dw,
+                   whr, hraw, drs, dhr, dcarry, dwhr, proj):
     """Backward of :func:`layer_forward`; adds into ``dwx, dwh, dbx, dbh, dx2``.
 
     ``dh, dc (N, H)`` come in as dL/d(final state) and leave as dL/d(initial
     state). Scratch: ``dgx (T*N, G*H)``; ``dgh`` the same array as ``dgx``
     except for GRU (its own ``(T*N, G*H)``: the recurrent n-gate gradient
     differs); ``dhp (N, H)``. ``need_dx`` / ``need_dw``: False skips the input
-    (weight) gradient GEMMs.
+    (weight) gradient GEMMs. ``proj`` (LSTMP): ``dh, dcarry (N, P)``, scratch
+    ``drs (T*N, P)`` (dL/d projected state by time) and ``dhr (N, H)``; adds
+    into ``dwhr (P, H)``.
     """
     T = hs.shape[0] - 1
     N = hs.shape[1]
-    H = hs.shape[2]
     GH = dgx.shape[1]
     minlen = lens.min()
     for s in range(T - 1, -1, -1):
@@ -289,8 +335,17 @@ def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh
         hin, hout = (t + 1, t) if rev else (t, t + 1)
         rows = slice(t * N, (t + 1) * N)
         direct = mode == GRU or t >= minlen
+        if proj:
+            _proj_grad(dh, dy[t], ycol, lens, t, drs[rows], dcarry)
+            np.dot(drs[rows], whr, dhr)
+            _step_bwd(mode, gates[rows], cs[hout], cs[hin], hs[hin], ghn[t], dy[t], ycol, dhr,
+                      dc, dgx[rows], dgh[rows], dhp, lens, t, lo, hi, clip_on, False, False)
+            np.dot(dgh[rows], wh, dh)
+            if direct:
+                dh += dcarry
+            continue
         _step_bwd(mode, gates[rows], cs[hout], cs[hin], hs[hin], ghn[t], dy[t], ycol, dh, dc,
-                  dgx[rows], dgh[rows], dhp, lens, t, lo, hi, clip_on, direct)
+                  dgx[rows], dgh[rows], dhp, lens, t, lo, hi, clip_on, direct, True)
         np.dot(dgh[rows], wh, dh)
         if direct:
             dh += dhp
@@ -299,7 +354,9 @@ def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh
     if not need_dw:
         return
     hprev = hs[1:] if rev else hs[:T]
-    dwh += np.dot(dgh.T, hprev.reshape(T * N, H))
+    dwh += np.dot(dgh.T, hprev.reshape(T * N, hs.shape[2]))
+    if proj:
+        dwhr += np.dot(drs.T, hraw.reshape(T * N, hraw.shape[2]))
     dwx += np.dot(dgx.T, x2)
     for r in range(T * N):
         a, b = dgx[r], dgh[r]

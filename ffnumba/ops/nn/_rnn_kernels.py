@@ -89,16 +89,17 @@ def _build_step_fwd():
 
     @cuda.jit
     def k(mode, gx, r0, bx, gh, bh, hp, cp, gates, hn, cn, ghn, y, t, ycol, lens,
-          lo, hi, clip_on, clip_nan):
-        # one step for every (n, j); arrays are 2-D (N, .) except y (T, N, D*H)
-        N, H = hp.shape
+          lo, hi, clip_on, clip_nan, proj):
+        # one step for every (n, j); arrays are 2-D (N, .) except y (T, N, D*H).
+        # proj (LSTMP): hn (N, H) gets o * tanh(c); the caller projects and writes y
+        N, H = cp.shape
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for q in range(start, N * H, stride):
             n = q // H
             j = q - n * H
             r = r0 + n
             if t >= lens[n]:     # past this sequence's end: carry the state, output 0
-                hn[n, j] = hp[n, j]
+                hn[n, j] = 0.0 if proj else hp[n, j]
                 if mode == LSTM:
                     cn[n, j] = cp[n, j]
             elif mode <= TANH:
@@ -128,7 +129,8 @@ def _build_step_fwd():
                 gates[n, 2 * H + j] = nn
                 ghn[n, j] = hh
                 hn[n, j] = h
-            y[t, n, ycol + j] = hn[n, j] if t < lens[n] else 0.0
+            if not proj:
+                y[t, n, ycol + j] = hn[n, j] if t < lens[n] else 0.0
     return k
 
 
@@ -137,15 +139,16 @@ def _build_step_bwd():
 
     @cuda.jit
     def k(mode, gates, hp, cp, c_s, ghn, dy, t, ycol, dh, dc, dgx, r0, dgh, dhp, lens,
-          lo, hi, clip_on):
-        N, H = hp.shape
+          lo, hi, clip_on, add_dy):
+        # add_dy False (LSTMP): dh already holds the output's share
+        N, H = dh.shape
         G = gates.shape[1] // H
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for q in range(start, N * H, stride):
             n = q // H
             j = q - n * H
             r = r0 + n
-            dht = dh[n, j] + dy[t, n, ycol + j]
+            dht = dh[n, j] + dy[t, n, ycol + j] if add_dy else dh[n, j]
             dhp[n, j] = 0.0
             if t >= lens[n]:     # carried state: the gradient passes through unchanged
                 dhp[n, j] = dh[n, j]
@@ -212,6 +215,48 @@ def _build_axpy():
     return k
 
 
+def _build_proj_out():
+    import_cuda(globals())
+
+    @cuda.jit
+    def k(hp, hn, y, t, ycol, lens):
+        # LSTMP after hn = (o tanh c) @ Whr.T: carried rows keep hp; write the output
+        N, P = hn.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for q in range(start, N * P, stride):
+            n = q // P
+            j = q - n * P
+            if t >= lens[n]:
+                hn[n, j] = hp[n, j]
+                y[t, n, ycol + j] = 0.0
+            else:
+                y[t, n, ycol + j] = hn[n, j]
+    return k
+
+
+def _build_proj_grad():
+    import_cuda(globals())
+
+    @cuda.jit
+    def k(dh, dy, t, ycol, lens, dr, dcarry):
+        # LSTMP: dr = dL/d(projected state) (0 past the end), dcarry what a carried
+        # state passes straight back (0 within the sequence)
+        N, P = dh.shape
+        start, stride = cuda.grid(1), cuda.gridsize(1)
+        for q in range(start, N * P, stride):
+            n = q // P
+            j = q - n * P
+            if t >= lens[n]:
+                dr[n, j] = 0.0
+                dcarry[n, j] = dh[n, j]
+            else:
+                dr[n, j] = dh[n, j] + dy[t, n, ycol + j]
+                dcarry[n, j] = 0.0
+    return k
+
+
+proj_out_gpu = LazyCudaKernel(_build_proj_out)
+proj_grad_gpu = LazyCudaKernel(_build_proj_grad)
 step_fwd_gpu = LazyCudaKernel(_build_step_fwd)
 step_bwd_gpu = LazyCudaKernel(_build_step_bwd)
 colsum_gpu = LazyCudaKernel(_build_colsum)

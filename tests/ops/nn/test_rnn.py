@@ -19,7 +19,9 @@ class TestRNN(OpCase):
               dict(mode='rnn_tanh', state_size=3, num_layers=2, bidirectional=True),
               dict(mode='rnn_relu', state_size=2, num_layers=1, state_outputs=True),
               dict(mode='lstm', state_size=2, num_layers=1, lstm_state_clip_min=-0.3,
-                   lstm_state_clip_max=0.3, state_outputs=True)]
+                   lstm_state_clip_max=0.3, state_outputs=True),
+              dict(mode='lstm', state_size=4, projection_size=2, num_layers=2, bidirectional=True,
+                   state_outputs=True)]
     shapes = [dict(data=(3, 2, 4)), dict(data=(1, 1, 2))]
     max_batch = None
     rtol32, atol32 = 1e-4, 1e-5
@@ -30,7 +32,7 @@ class TestRNN(OpCase):
         if p.get('lstm_state_clip_min') is not None:
             clip = (p['lstm_state_clip_min'], p['lstm_state_clip_max'])
         out, hy, cy = rnn_forward(p['mode'], p['num_layers'], p.get('bidirectional', False),
-                                  data, parameters, state, state_cell, clip)
+                                  data, parameters, state, state_cell, clip, p['state_size'])
         if not p.get('state_outputs'):
             return [out]
         return [out, hy] + ([cy] if p['mode'] == 'lstm' else [])
@@ -41,6 +43,8 @@ class TestRNN(OpCase):
             p = dict(mode=d(st.sampled_from(MODES)), state_size=d(st.integers(1, 3)),
                      num_layers=d(st.integers(1, 2)), bidirectional=d(st.booleans()),
                      state_outputs=d(st.booleans()))
+            if p['mode'] == 'lstm' and d(st.booleans()):
+                p['projection_size'] = d(st.integers(1, p['state_size']))
             shape = (d(st.integers(1, 4)), d(st.integers(1, 3)), d(st.integers(1, 3)))
             return p, dict(data=shape)
         return draw()
@@ -73,7 +77,7 @@ class _SeqLen(OpCase):
             clip = (p['lstm_state_clip_min'], p['lstm_state_clip_max'])
         out, hy, cy = rnn_forward_lengths(p['mode'], p['num_layers'], p.get('bidirectional', False),
                                           data, parameters, state, state_cell, sequence_length,
-                                          clip)
+                                          clip, p['state_size'])
         if not p.get('state_outputs'):
             return [out]
         return [out, hy] + ([cy] if p['mode'] == 'lstm' else [])
@@ -85,6 +89,8 @@ class _SeqLen(OpCase):
                      bidirectional=d(st.booleans()), state_size=d(st.integers(1, 3)))
             if p['mode'] != 'lstm':
                 p['mode'] = d(st.sampled_from(['gru', 'rnn_tanh', 'rnn_relu']))
+            elif d(st.booleans()):
+                p['projection_size'] = d(st.integers(1, p['state_size']))
             return p, dict(data=(d(st.integers(1, 4)), d(st.integers(1, 3)), d(st.integers(1, 3))))
         return draw()
 
@@ -96,7 +102,9 @@ class TestRNNSequenceLengthLSTM(_SeqLen):
     params = [dict(mode='lstm', state_size=3, num_layers=2, bidirectional=True,
                    state_outputs=True, use_sequence_length=True),
               dict(mode='lstm', state_size=2, num_layers=1, state_outputs=True,
-                   use_sequence_length=True, lstm_state_clip_min=-0.3, lstm_state_clip_max=0.3)]
+                   use_sequence_length=True, lstm_state_clip_min=-0.3, lstm_state_clip_max=0.3),
+              dict(mode='lstm', state_size=3, projection_size=2, num_layers=2, bidirectional=True,
+                   state_outputs=True, use_sequence_length=True)]
     grad_nodes = ['data', 'parameters', 'state', 'state_cell']
 
 
@@ -151,6 +159,15 @@ def test_param_size_matches_mxnet():
     assert rnn_param_size('gru', 1, False, 6, 4) == 144
 
 
+def test_projection_shapes_and_size_as_mxnet():
+    # MXNet 1.9.1's infer_shape for the same symbol
+    s = ff.sym.RNN(ff.sym.var('data'), state_size=4, num_layers=2, mode='lstm', projection_size=3,
+                   bidirectional=True, state_outputs=True, name='r')
+    args, outs, _ = s.infer_shape(data=(5, 2, 6))
+    assert args == [(5, 2, 6), (752,), (4, 2, 3), (4, 2, 4)]
+    assert outs == [(5, 2, 6), (4, 2, 3), (4, 2, 4)]
+
+
 def test_names_and_shapes_as_mxnet():
     s = ff.sym.RNN(ff.sym.var('data'), state_size=4, num_layers=2, mode='lstm',
                    bidirectional=True, state_outputs=True, name='r')
@@ -176,7 +193,9 @@ def test_bad_inputs_raise():
     with pytest.raises(ParamError, match='mode'):
         ff.sym.RNN(ff.sym.var('data'), state_size=2, num_layers=1, mode='lstmp')
     with pytest.raises(ParamError, match='projection_size'):
-        ff.sym.RNN(ff.sym.var('data'), state_size=2, num_layers=1, mode='lstm', projection_size=2)
+        ff.sym.RNN(ff.sym.var('data'), state_size=2, num_layers=1, mode='gru', projection_size=2)
+    with pytest.raises(ParamError, match='projection_size'):
+        ff.sym.RNN(ff.sym.var('data'), state_size=2, num_layers=1, mode='lstm', projection_size=3)
     s = ff.sym.RNN(ff.sym.var('data'), state_size=2, num_layers=1, mode='lstm', name='r')
     with pytest.raises(ShapeError, match=r'r.*3-D'):
         s.infer_shape(data=(2, 3))
@@ -230,15 +249,20 @@ def test_gpu_dropout_between_layers_matches_cpu_with_the_same_seed():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize('mode', ['lstm', 'gru', 'rnn_relu'])
-def test_gpu_sequence_length_gradients_match_cpu(mode):
+@pytest.mark.parametrize('mode, extra', [('lstm', {}), ('gru', {}), ('rnn_relu', {}),
+                                         ('lstm', dict(projection_size=2)),
+                                         ('lstm', dict(projection_size=2,
+                                                       use_sequence_length=False))])
+def test_gpu_gradients_match_cpu(mode, extra):
     from ffnumba.testing import assert_almost_equal, bind_numpy
+    kw = dict(dict(use_sequence_length=True), **extra)
     s = ff.sym.RNN(ff.sym.var('data'), state_size=3, num_layers=2, mode=mode,
-                   bidirectional=True, use_sequence_length=True, state_outputs=True, name='r')
+                   bidirectional=True, state_outputs=True, name='r', **kw)
     shapes = dict(zip(s.list_arguments(), s.infer_shape(data=(4, 3, 2))[0]))
     rng = np.random.default_rng(0)
     vals = {k: rng.uniform(-1, 1, v) for k, v in shapes.items()}
-    vals['r_sequence_length'] = np.array([4.0, 1.0, 3.0])
+    if kw['use_sequence_length']:
+        vals['r_sequence_length'] = np.array([4.0, 1.0, 3.0])
     heads = [rng.standard_normal(o) for o in s.infer_shape(data=(4, 3, 2))[1]]
     res = []
     for ctx in (ff.cpu(0), ff.gpu(0)):
@@ -249,3 +273,22 @@ def test_gpu_sequence_length_gradients_match_cpu(mode):
                    [exe.grad_dict[k].asnumpy() for k in sorted(shapes)])
     for gpu_v, cpu_v in zip(res[1], res[0]):
         assert_almost_equal(gpu_v, cpu_v, 1e-6, 1e-8)
+
+
+@pytest.mark.parametrize('k', [0, 1])
+def test_projection_forward_matches_real_mxnet(k):
+    """tests/data/mx_rnn_lstmp_expected.npz from tools/make_lstmp_fixture.py (MXNet 1.9.1's
+    CPU LSTMP inference; MXNet has no CPU training for it, gradients are checked above)."""
+    import os
+    ref = np.load(os.path.join(os.path.dirname(__file__), '..', '..', 'data',
+                               'mx_rnn_lstmp_expected.npz'))
+    L, bi, H, P = (int(v) for v in ref['%d_config' % k])
+    s = ff.sym.RNN(ff.sym.var('data'), state_size=H, num_layers=L, mode='lstm',
+                   bidirectional=bool(bi), projection_size=P, state_outputs=True, name='r')
+    vals = {n: ff.nd.array(ref['%d_%s' % (k, n[2:] if n.startswith('r_') else n)])
+            for n in s.list_arguments()}
+    exe = s.bind(ff.cpu(), vals)
+    exe.forward(is_train=False)
+    for name, out in zip(['output', 'state_output', 'statecell_output'], exe.outputs):
+        np.testing.assert_allclose(out.asnumpy(), ref['%d_%s' % (k, name)], rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
