@@ -21,11 +21,23 @@ The backward direction walks time from ``T - 1`` to ``0``; its outputs are
 the second half of the feature axis. Layer ``l > 0`` reads the previous
 layer's output (``D * H`` features), through Dropout ``p`` in training.
 
+LSTMP (``projection_size = P``, lstm only, ``P <= H``): the state is
+``h' = Whr (o tanh(c'))`` with ``Whr (P, H)`` (no bias; Sak et al. 2014,
+PyTorch's ``proj_size``); states and outputs have ``S = P`` features, the
+cell keeps H. Without it ``S = H``.
+
+``use_sequence_length``: an extra input ``sequence_length (N,)`` (integers in
+``[1, T]``, the data's dtype); sequence n runs over its first ``L[n]`` steps
+only: outputs at ``t >= L[n]`` are 0 (no gradient), the final states are
+those after step ``L[n] - 1``, and the backward direction starts at
+``L[n] - 1``, i.e. every sequence as if run alone. (MXNet 1.9.1 has it with
+cuDNN only; the lengths get a zero gradient.)
+
 Packed ``parameters`` (MXNet's layout, so an MXNet checkpoint loads): first
-every weight, for ``l`` in layers, ``d`` in directions: ``Wx (G*H, I_l)``
-then ``Wh (G*H, H)``; then every bias in the same order: ``bx (G*H,)`` then
-``bh (G*H,)``. ``I_0 = C``, ``I_l = D * H``. Length
-``sum_l D * (G*H*(I_l + H) + 2*G*H)``.
+every weight, for ``l`` in layers, ``d`` in directions: ``Wx (G*H, I_l)``,
+``Wh (G*H, S)`` (and with LSTMP ``Whr (P, H)``); then every bias in the same
+order: ``bx (G*H,)`` then ``bh (G*H,)``. ``I_0 = C``, ``I_l = D * S``. Length
+``sum_l D * (G*H*(I_l + S) + 2*G*H [+ P*H])``.
 
 Shapes
 ------
@@ -33,24 +45,31 @@ Shapes
 input / output     shape                       when
 =================  ==========================  ==============================
 data               ``(T, N, C)``
-parameters         ``(P,)``                    P as above
-state              ``(L*D, N, H)``             initial h
+parameters         ``(length,)``               length as above
+state              ``(L*D, N, S)``             initial h
 state_cell         ``(L*D, N, H)``             lstm only: initial c
-output             ``(T, N, D*H)``
-state_output       ``(L*D, N, H)``             state_outputs: final h
+sequence_length    ``(N,)``                    use_sequence_length only
+output             ``(T, N, D*S)``
+state_output       ``(L*D, N, S)``             state_outputs: final h
 statecell_output   ``(L*D, N, H)``             state_outputs and lstm: final c
 =================  ==========================  ==============================
 
-CPU: one ``@njit`` call per layer and direction (:mod:`._rnn_kernels`): one
+CPU: one ``@njit`` call per layer and direction (:mod:`._rnn_cpu`): one
 BLAS GEMM projects every time step's input at once, one GEMM per step does
-the recurrent part, the gate math runs in a fused loop; the backward mirrors
-it (three GEMMs for the weight and input gradients of the whole sequence).
+the recurrent part, the gate math runs in vectorised passes over contiguous
+rows; the backward mirrors it (the weight and input gradients of the whole
+sequence as single GEMMs over ``T*N`` rows).
 GPU: the same step math in ``@cuda.jit`` kernels, the products through the
 GPU GEMM of :mod:`ffnumba.ops.tensor.dot`.
 
-Source: MXNet 1.x ``RNN`` operator documentation and ``src/operator/rnn-inl.h``
-(parameter layout, gate order, GRU formula); LSTM: Hochreiter & Schmidhuber
-1997; GRU: Cho et al. 2014 (cuDNN's variant, as MXNet).
+Source: MXNet 1.x ``RNN`` operator documentation, ``src/operator/rnn-inl.h``
+and ``rnn_impl.h`` (parameter layout incl. LSTMP, gate order, GRU formula);
+LSTM: Hochreiter & Schmidhuber 1997; GRU: Cho et al. 2014 (cuDNN's variant,
+as MXNet); LSTMP: Sak, Senior & Beaufays 2014.
+
+Raises: ParamError for bad parameters (``projection_size`` without lstm or
+above ``state_size``...), ShapeError for bad shapes, FFError for
+``sequence_length`` values outside ``[1, T]`` or not integers.
 """
 import numpy as np
 
@@ -534,11 +553,14 @@ register_op(OpDef(
     params=RNNParam,
     float_only=True,
     doc='Fused multi-layer (bidirectional) RNN, LSTM or GRU over time-major data.\n\n'
-        'data (T, N, C) -> output (T, N, D*H); the weights of every layer and direction are '
-        'packed in one `parameters` vector in MXNet\'s layout (all weights, then all biases; '
-        'LSTM gates i, f, g, o; GRU gates r, z, n).\n',
+        'data (T, N, C) -> output (T, N, D*H) (D*P with projection_size P); the weights of '
+        'every layer and direction are packed in one `parameters` vector in MXNet\'s layout '
+        '(all weights, then all biases; LSTM gates i, f, g, o; GRU gates r, z, n). With '
+        'use_sequence_length each sequence runs over its own length only.\n',
     input_docs={'data': 'Input sequence (T, N, C), time major.',
                 'parameters': 'Packed weights and biases (see the op docstring).',
-                'state': 'Initial hidden state (L*D, N, H).',
-                'state_cell': 'Initial LSTM cell state (L*D, N, H); lstm only.'},
+                'state': 'Initial hidden state (L*D, N, H), or (L*D, N, P) with projection_size.',
+                'state_cell': 'Initial LSTM cell state (L*D, N, H); lstm only.',
+                'sequence_length': 'Lengths (N,), integers in [1, T]; use_sequence_length '
+                                   'only.'},
 ))
