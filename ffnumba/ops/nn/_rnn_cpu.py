@@ -2,16 +2,20 @@
 
 One ``@njit`` call runs one layer in one direction over the whole sequence:
 
-* forward: one BLAS GEMM projects every time step's input at once, straight
-  into the gate buffer; then per step one GEMM ``h @ Wh.T`` into a
-  preallocated ``(N, G*H)`` buffer and one fused pass over contiguous rows
-  that adds it, applies the gate nonlinearities, updates the cell and writes
-  the new state and the output;
-* backward: per step one fused pass that turns dL/dh into the pre-activation
-  gate gradients (by time, ``(T*N, G*H)``) and one GEMM for dL/dh_prev; then
-  the weight gradients of the whole sequence as single GEMMs over ``T*N``
-  rows (``dWx = dG.T @ X``, ``dWh = dG.T @ H_prev``, ``dX = dG @ Wx``) and
-  the bias gradients as column sums.
+* forward: the caller projects every time step's input at once with one
+  BLAS GEMM straight into the gate buffer; :func:`layer_forward` then runs per
+  step one GEMM ``h @ Wh.T`` into a preallocated ``(N, G*H)`` buffer and
+  fused passes over contiguous rows that add it, apply the gate
+  nonlinearities, update the cell and write the new state and the output;
+* backward: :func:`layer_backward` runs per step fused passes that turn dL/dh
+  into the pre-activation gate gradients (by time, ``(T*N, G*H)``) and one
+  GEMM for dL/dh_prev; the caller then does the weight gradients of the whole
+  sequence as single GEMMs over ``T*N`` rows (``dWx = dG.T @ X``,
+  ``dWh = dG.T @ H_prev``, ``dX = dG @ Wx``) and the bias gradients as
+  column sums.
+
+(The whole-sequence GEMMs stay outside the step kernels so that they can use
+the process's BLAS threads while the many small per-step GEMMs run on one.)
 
 States are kept **by time**: ``hs, cs (T+1, N, H)``; the forward direction
 reads ``hs[t]`` and writes ``hs[t+1]`` at time t, the backward direction reads
@@ -194,11 +198,11 @@ def _proj_out(hp, hn, yt, ycol, lens, t):
 
 
 @njit(**JIT)
-def layer_forward(mode, x2, wx, wh, bx, bh, hs, cs, gates, ghn, gh, y, ycol, rev, lens,
+def layer_forward(mode, wh, bx, bh, hs, cs, gates, ghn, gh, y, ycol, rev, lens,
                   lo, hi, clip_on, clip_nan, whr, hraw, proj):
     """One layer, one direction over the whole sequence.
 
-    ``x2 (T*N, I)`` the layer input; ``hs, cs (T+1, N, H)`` by time (see the
+    ``gates (T*N, G*H)`` holds ``X @ Wx.T`` (by time) on entry; ``hs, cs (T+1, N, H)`` by time (see the
     module docstring) with the initial state already in place; ``gates (T*N,
     G*H)`` gets the activated gates by time, ``ghn (T, N, H)`` GRU's ``Wh_n h
     + bh_n``, ``gh (N, G*H)`` is scratch; ``y (T, N, D*H)`` gets columns
@@ -208,7 +212,6 @@ def layer_forward(mode, x2, wx, wh, bx, bh, hs, cs, gates, ghn, gh, y, ycol, rev
     T = hs.shape[0] - 1
     N = hs.shape[1]
     GH = gates.shape[1]
-    np.dot(x2, wx.T, gates)
     for r in range(T * N):
         row = gates[r]
         for k in range(GH):
@@ -313,22 +316,20 @@ def _proj_grad(dh, dyt, ycol, lens, t, dr, dcarry):
 
 
 @njit(**JIT)
-def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh, dc,
-                   dgx, dgh, dhp, dwx, dwh, dbx, dbh, dx2, lo, hi, clip_on, need_dx, need_dw,
-                   whr, hraw, drs, dhr, dcarry, dwhr, proj):
-    """Backward of :func:`layer_forward`; adds into ``dwx, dwh, dbx, dbh, dx2``.
+def layer_backward(mode, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh, dc,
+                   dgx, dgh, dhp, lo, hi, clip_on, whr, drs, dhr, dcarry, proj):
+    """The recurrence of the backward of :func:`layer_forward`.
 
     ``dh, dc (N, H)`` come in as dL/d(final state) and leave as dL/d(initial
-    state). Scratch: ``dgx (T*N, G*H)``; ``dgh`` the same array as ``dgx``
-    except for GRU (its own ``(T*N, G*H)``: the recurrent n-gate gradient
-    differs); ``dhp (N, H)``. ``need_dx`` / ``need_dw``: False skips the input
-    (weight) gradient GEMMs. ``proj`` (LSTMP): ``dh, dcarry (N, P)``, scratch
-    ``drs (T*N, P)`` (dL/d projected state by time) and ``dhr (N, H)``; adds
-    into ``dwhr (P, H)``.
+    state). Fills ``dgx (T*N, G*H)`` (pre-activation gate gradients by time)
+    and ``dgh``, the same array as ``dgx`` except for GRU (its own ``(T*N,
+    G*H)``: the recurrent n-gate gradient differs); scratch ``dhp (N, H)``.
+    ``proj`` (LSTMP): ``dh, dcarry (N, P)``, ``drs (T*N, P)`` gets dL/d(projected
+    state) by time, scratch ``dhr (N, H)``. The caller turns these into the
+    weight and input gradients.
     """
     T = hs.shape[0] - 1
     N = hs.shape[1]
-    GH = dgx.shape[1]
     minlen = lens.min()
     for s in range(T - 1, -1, -1):
         t = T - 1 - s if rev else s
@@ -349,17 +350,3 @@ def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, lens, dh
         np.dot(dgh[rows], wh, dh)
         if direct:
             dh += dhp
-    if need_dx:
-        dx2 += np.dot(dgx, wx)
-    if not need_dw:
-        return
-    hprev = hs[1:] if rev else hs[:T]
-    dwh += np.dot(dgh.T, hprev.reshape(T * N, hs.shape[2]))
-    if proj:
-        dwhr += np.dot(drs.T, hraw.reshape(T * N, hraw.shape[2]))
-    dwx += np.dot(dgx.T, x2)
-    for r in range(T * N):
-        a, b = dgx[r], dgh[r]
-        for k in range(GH):
-            dbx[k] += a[k]
-            dbh[k] += b[k]

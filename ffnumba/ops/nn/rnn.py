@@ -77,6 +77,7 @@ from ...base import FFError, ParamError, ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import f16_safe
+from ...blas_threads import numba_blas_single_thread
 from . import _rnn_cpu as K
 from . import _rnn_kernels as KG
 
@@ -278,9 +279,11 @@ def _run_forward(ctx, p, inputs, y_top, train):
             gates = np.empty((T * N, G * H), dt)
             ghn = np.empty((T, N, H) if p.mode == 'gru' else (T, 1, 1), dt)
             hraw = np.empty((T, N, H) if proj else (T, 1, 1), dt)
-            K.layer_forward(mode, cur.reshape(T * N, i), wx, wh, bx, bh, hs, cs, gates, ghn, gh,
-                            y, d * S, d == 1, lens, dt.type(lo), dt.type(hi), con, cnan,
-                            whr if proj else np.empty((1, 1), dt), hraw, proj)
+            np.dot(cur.reshape(T * N, i), wx.T, out=gates)
+            with numba_blas_single_thread():
+                K.layer_forward(mode, wh, bx, bh, hs, cs, gates, ghn, gh, y, d * S, d == 1, lens,
+                                dt.type(lo), dt.type(hi), con, cnan,
+                                whr if proj else np.empty((1, 1), dt), hraw, proj)
             layer['dirs'].append((hs, cs, gates, ghn, hraw))
         recs.append(layer)
         if l < L - 1 and train and p.p > 0:
@@ -367,12 +370,20 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                 np.zeros((N, S), dt)
             dc = og[2][k].astype(dt) if p.state_outputs and p.mode == 'lstm' and \
                 og[2] is not None else np.zeros((N, H), dt)
-            K.layer_backward(mode, xin.reshape(T * N, i), wx, wh, hs, cs, gates, ghn, dy, d * S,
-                             d == 1, lens, dh, dc, dgx, dgh, dhp, dwx, dwh, dbx, dbh,
-                             dx.reshape(T * N, i), dt.type(lo), dt.type(hi), con,
-                             l > 0 or req[0] != 'null', req[1] != 'null',
-                             whr if proj else one, hraw, drs, dhp, dcarry,
-                             dwhr if proj else one, proj)
+            with numba_blas_single_thread():
+                K.layer_backward(mode, wh, hs, cs, gates, ghn, dy, d * S, d == 1, lens, dh, dc,
+                                 dgx, dgh, dhp, dt.type(lo), dt.type(hi), con,
+                                 whr if proj else one, drs, dhp, dcarry, proj)
+            if l > 0 or req[0] != 'null':
+                dx += np.dot(dgx, wx).reshape(T, N, i)
+            if req[1] != 'null':     # the weight gradients of the whole sequence
+                hprev = hs[1:] if d == 1 else hs[:T]
+                dwh += np.dot(dgh.T, hprev.reshape(T * N, S))
+                dwx += np.dot(dgx.T, xin.reshape(T * N, i))
+                dbx += dgx.sum(axis=0)
+                dbh += dgh.sum(axis=0)
+                if proj:
+                    dwhr += np.dot(drs.T, hraw.reshape(T * N, H))
             dh0[k], dc0[k] = dh, dc
         if l > 0:
             prev = recs[l - 1]

@@ -292,3 +292,21 @@ def test_projection_forward_matches_real_mxnet(k):
     for name, out in zip(['output', 'state_output', 'statecell_output'], exe.outputs):
         np.testing.assert_allclose(out.asnumpy(), ref['%d_%s' % (k, name)], rtol=1e-5,
                                    atol=1e-6, err_msg=name)
+
+
+def test_per_step_gemms_run_on_one_numba_blas_thread_and_restore():
+    from ffnumba.blas_threads import _numba_blas, numba_blas_single_thread
+    fns = _numba_blas()
+    assert fns is not None, 'numba np.dot calls scipy\'s OpenBLAS; it must be found'
+    get, put = fns
+    before = get()
+    try:
+        put(2)
+        with numba_blas_single_thread():
+            assert get() == 1
+            with numba_blas_single_thread():     # nested: no-op
+                assert get() == 1
+            assert get() == 1
+        assert get() == 2
+    finally:
+        put(before)
