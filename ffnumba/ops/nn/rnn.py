@@ -380,8 +380,9 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                 hprev = hs[1:] if d == 1 else hs[:T]
                 dwh += np.dot(dgh.T, hprev.reshape(T * N, S))
                 dwx += np.dot(dgx.T, xin.reshape(T * N, i))
-                dbx += dgx.sum(axis=0)
-                dbh += dgh.sum(axis=0)
+                colsum = dgx.sum(axis=0)
+                dbx += colsum
+                dbh += colsum if dgh is dgx else dgh.sum(axis=0)
                 if proj:
                     dwhr += np.dot(drs.T, hraw.reshape(T * N, H))
             dh0[k], dc0[k] = dh, dc
