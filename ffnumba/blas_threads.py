@@ -84,3 +84,63 @@ def _limit_blas_threads(n):
             if fn is not None:
                 fn(ctypes.c_int(n))
                 break
+
+
+_NUMBA_BLAS = {}
+
+
+def _numba_blas():
+    """``(get_num_threads, set_num_threads)`` of the OpenBLAS that numba's ``np.dot``
+    calls (scipy's, through ``scipy.linalg.cython_blas``), or None when not found."""
+    if 'fns' in _NUMBA_BLAS:
+        return _NUMBA_BLAS['fns']
+    fns = None
+    try:
+        import ctypes
+        import scipy.linalg.cython_blas  # noqa: F401 (numba's BLAS; loads the library)
+        with open('/proc/self/maps') as f:
+            paths = sorted({line.split()[-1] for line in f
+                            if 'openblas' in line.lower() and 'scipy' in line.lower()
+                            and 'numpy' not in line.lower()})
+        for path in paths:
+            lib = ctypes.CDLL(path)
+            for stem in ('scipy_openblas', 'openblas'):
+                get = getattr(lib, stem + '_get_num_threads', None)
+                put = getattr(lib, stem + '_set_num_threads', None)
+                if get is not None and put is not None:
+                    fns = (get, lambda n, put=put: put(ctypes.c_int(n)))
+                    break
+            if fns:
+                break
+    except (ImportError, OSError):
+        fns = None
+    _NUMBA_BLAS['fns'] = fns
+    return fns
+
+
+class numba_blas_single_thread:  # noqa: N801 (a context manager used like a function)
+    """``with numba_blas_single_thread(): ...`` runs numba's BLAS calls on one thread.
+
+    For kernels made of many small GEMMs (the fused RNN's per-step products):
+    a multi-threaded OpenBLAS pays a thread hand-off per call, and its threads
+    spin while they wait, so on a loaded machine 2 threads made an LSTM step
+    10x slower. Restores the previous count (never above a cap set by
+    :func:`_limit_blas_threads`); a no-op where the library is not found or
+    already runs one thread. numpy's own BLAS (a separate library) is untouched.
+    """
+
+    def __enter__(self):
+        fns = _numba_blas()
+        self._restore = None
+        if fns is not None:
+            n = fns[0]()
+            if n > 1:
+                fns[1](1)
+                self._restore = n
+        return self
+
+    def __exit__(self, *exc):
+        if self._restore is not None:
+            cap = _BLAS_LIMITED['threads']
+            _numba_blas()[1](self._restore if cap is None else min(cap, self._restore))
+        return False

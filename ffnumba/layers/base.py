@@ -123,10 +123,16 @@ class KerasTensor:
         Shape without the batch axis (known for inputs only).
     name : str or None
         The input's data name (inputs only).
+    output_index : int or None
+        For one of several outputs of a layer call (a recurrent layer with
+        ``return_state=True``): the output's index; ``inputs`` is then the
+        call's own tensor, whose symbol is the Group of all outputs.
     """
 
-    def __init__(self, layer=None, inputs=(), shape=None, name=None, dtype='float32'):
+    def __init__(self, layer=None, inputs=(), shape=None, name=None, dtype='float32',
+                 output_index=None):
         self.layer = layer
+        self.output_index = output_index
         self.inputs = list(inputs)
         self.shape = shape
         self.name = name
@@ -140,6 +146,8 @@ class KerasTensor:
     def __repr__(self):
         if self.is_input:
             return 'KerasTensor(input, name=%r, shape=%r)' % (self.name, self.shape)
+        if self.output_index is not None:
+            return 'KerasTensor(%s, output %d)' % (type(self.layer).__name__, self.output_index)
         return 'KerasTensor(%s)' % type(self.layer).__name__
 
 

@@ -79,6 +79,8 @@ class Model(TrainingMixin, WeightsMixin):
         nodes = sorted((t for t in seen.values() if not t.is_input), key=lambda t: t.uid)
         layers = {}
         for t in nodes:
+            if t.output_index is not None:      # one output of a multi-output call
+                continue
             if id(t.layer) in layers:
                 raise ParamError('%s: a layer instance can be called only once in a model '
                                  '(weight sharing is not supported). Create a new layer.'
@@ -100,6 +102,8 @@ class Model(TrainingMixin, WeightsMixin):
     def _layer_names(self, nodes):
         """Node name of each layer call: explicit names, then per-prefix counters."""
         taken = set(self._input_names())
+        views = [t for t in nodes if t.output_index is not None]
+        nodes = [t for t in nodes if t.output_index is None]
         for t in nodes:
             if t.layer.name is not None:
                 if t.layer.name in taken:
@@ -117,6 +121,8 @@ class Model(TrainingMixin, WeightsMixin):
                 counters[t.layer.prefix] = k + 1
                 taken.add(name)
             names[t.uid] = name
+        for t in views:
+            names[t.uid] = '%s_output%d' % (names[t.inputs[0].uid], t.output_index)
         return names
 
     def _build(self):
@@ -135,10 +141,15 @@ class Model(TrainingMixin, WeightsMixin):
             hint = None
         records = []
         for t in nodes:
+            if t.output_index is not None:
+                syms[t.uid] = syms[t.inputs[0].uid][t.output_index]
+                continue
             t.layer._input_hint = hint
             out, pre = t.layer.build_symbol(names[t.uid], [syms[i.uid] for i in t.inputs])
             syms[t.uid], logits[t.uid] = out, pre
-            records.append((t.layer, names[t.uid], out))
+            # a multi-output call (return_state) is recorded by its first output
+            records.append((t.layer, names[t.uid], out[0] if len(out.list_outputs()) > 1
+                            else out))
             t.layer._node_name = names[t.uid]
             t.layer._owner = self
         return ([syms[t.uid] for t in outputs], [logits.get(t.uid) for t in outputs], records,
@@ -185,6 +196,8 @@ class Model(TrainingMixin, WeightsMixin):
         nodes = self._nodes(outputs)
         names = self._layer_names(nodes)
         names.update(zip((t.uid for t in self._inputs), self._input_names()))
+        if not outputs_only:
+            nodes = [t for t in nodes if t.output_index is None]
         return [(t.layer, names[t.uid]) for t in (outputs if outputs_only else nodes)]
 
     def get_layer(self, name=None, index=None):
@@ -223,6 +236,9 @@ class Model(TrainingMixin, WeightsMixin):
         layers = []
         for t in nodes:
             ids[t.uid] = len(ids)
+            if t.output_index is not None:
+                layers.append({'output_index': t.output_index, 'inbound': [ids[t.inputs[0].uid]]})
+                continue
             layers.append({'class_name': type(t.layer).__name__,
                            'config': _jsonable(t.layer.get_config()),
                            'inbound': [ids[i.uid] for i in t.inputs]})
@@ -239,9 +255,16 @@ class Model(TrainingMixin, WeightsMixin):
                    for i in config['inputs']]
         inputs = list(tensors)
         for entry in config['layers']:
-            layer = _layer_from_config(entry)
             args = [tensors[k] for k in entry['inbound']]
-            tensors.append(layer(args if layer.num_inputs != 1 else args[0]))
+            if entry.get('output_index') is not None:
+                tensors.append(KerasTensor(layer=args[0].layer, inputs=args,
+                                           output_index=entry['output_index']))
+                continue
+            layer = _layer_from_config(entry)
+            if hasattr(layer, '_call_node'):     # recurrent: data, then the initial states
+                tensors.append(layer._call_node(args[0], args[1:]))
+            else:
+                tensors.append(layer(args if layer.num_inputs != 1 else args[0]))
         outputs = [tensors[k] for k in config['outputs']]
         return Model(inputs if len(inputs) > 1 else inputs[0],
                      outputs if len(outputs) > 1 else outputs[0], name=config['name'])
@@ -394,6 +417,9 @@ class Sequential(Model):
         if layer.num_inputs != 1:
             raise ParamError('Sequential: %s takes several inputs; use the functional form '
                              '(L.Model).' % type(layer).__name__)
+        if getattr(layer, 'num_outputs', 1) != 1:
+            raise ParamError('Sequential: %s returns several tensors (return_state=True); use '
+                             'the functional form (L.Model).' % type(layer).__name__)
         if any(existing is layer for existing in self._layers):
             raise ParamError('%s: a layer instance can be added only once (weight sharing '
                              'is not supported).' % type(layer).__name__)

@@ -11,14 +11,21 @@ the initial states are zeros.
 ``return_sequences=True``, else the last step ``(batch, units)``
 (``2 * units`` for Bidirectional with ``merge_mode='concat'``).
 
+**States** (functional form, as Keras): ``layer(x, initial_state=[...])``
+starts from given states instead of zeros, each ``(batch, units)`` (LSTM:
+``[h, c]``; GRU, SimpleRNN: ``[h]``; Bidirectional: the forward layer's
+states then the backward layer's). With ``return_state=True`` a call returns
+a list: the output, then the final states in the same order (the fused op's
+``state_outputs``), e.g. ``out, h, c = L.LSTM(8, return_state=True)(x)`` or
+``out, fh, fc, bh, bc = L.Bidirectional(L.LSTM(8, return_state=True))(x)``.
+
 Differences from Keras: the activations are fixed by the cell type (LSTM and
-GRU use sigmoid/tanh, GRU is cuDNN's ``reset_after`` variant as MXNet's);
-``return_state`` is not supported (a layer has one output here).
+GRU use sigmoid/tanh, GRU is cuDNN's ``reset_after`` variant as MXNet's).
 """
 from ..rnn.cells import FusedRNN
 from .. import symbol as S
 from ..base import ParamError
-from .base import Layer, _fail, check_choice, check_positive_int
+from .base import KerasTensor, Layer, _fail, check_choice, check_positive_int
 
 __all__ = ['SimpleRNN', 'LSTM', 'GRU', 'Bidirectional']
 
@@ -39,19 +46,21 @@ class _Recurrent(Layer):
         cls = type(self).__name__
         self.units = check_positive_int(cls, 'units', units)
         self.return_sequences = _check_bool(cls, 'return_sequences', return_sequences)
-        if return_state:
-            raise ParamError('%s: `return_state=True` is not supported (a layer has one '
-                             'output here); use ff.rnn.FusedRNNCell(get_next_state=True) with '
-                             'ff.mod.Module. Received: return_state=%r' % (cls, return_state))
+        self.return_state = _check_bool(cls, 'return_state', return_state)
         self.go_backwards = _check_bool(cls, 'go_backwards', go_backwards)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or \
                 not 0 <= dropout < 1:
             _fail(cls, 'dropout', 'a float in [0, 1)', dropout)
         self.dropout = float(dropout)
 
-    def _build(self, name, x, bidirectional):
+    def _states_per_dir(self):
+        return 2 if self.mode == 'lstm' else 1
+
+    def _build(self, name, inputs, bidirectional):
         mode, H = self.mode, self.units
         D = 2 if bidirectional else 1
+        x, init = inputs[0], list(inputs[1:])
+        k = self._states_per_dir()
         params = S.Variable('%s_parameters' % name, init=FusedRNN(
             None, H, 1, mode, bidirectional))
         if self.dropout:
@@ -59,28 +68,82 @@ class _Recurrent(Layer):
         seq = S.transpose(x, axes=(1, 0, 2), name='%s_tnc' % name)           # (T, N, C)
         if self.go_backwards:
             seq = S.SequenceReverse(seq, axis=0, name='%s_reverse' % name)
-        states = {'state': S.zeros(shape=(D, 0, H), name='%s_begin_state_0' % name)}
-        if mode == 'lstm':
-            states['state_cell'] = S.zeros(shape=(D, 0, H), name='%s_begin_state_1' % name)
-        out = S.RNN(seq, params, mode=mode, state_size=H, num_layers=1,
-                    bidirectional=bidirectional, name=name, **states)           # (T, N, D*H)
+        states = {}
+        for i, key in enumerate(['state', 'state_cell'][:k]):
+            if init:    # Keras order: every state of the forward layer, then the backward's
+                parts = [S.expand_dims(init[d * k + i], axis=0) for d in range(D)]
+                states[key] = parts[0] if D == 1 else S.Concat(*parts, dim=0,
+                                                               name='%s_init_%d' % (name, i))
+            else:
+                states[key] = S.zeros(shape=(D, 0, H), name='%s_begin_state_%d' % (name, i))
+        res = S.RNN(seq, params, mode=mode, state_size=H, num_layers=1,
+                    bidirectional=bidirectional, state_outputs=self.return_state, name=name,
+                    **states)
+        out = res[0] if self.return_state else res                            # (T, N, D*H)
         if self.return_sequences:
-            return S.transpose(out, axes=(1, 0, 2), name='%s_ntc' % name)
-        if bidirectional:
+            out = S.transpose(out, axes=(1, 0, 2), name='%s_ntc' % name)
+        elif bidirectional:
             # Keras' Bidirectional: the forward direction's last step and the backward
             # direction's last step (time 0), concatenated
             fwd = S.slice_axis(S.SequenceLast(out, axis=0), axis=1, begin=0, end=H)
             bwd = S.slice_axis(S.slice_axis(out, axis=0, begin=0, end=1), axis=2, begin=H,
                                end=2 * H)
-            return S.Concat(fwd, S.Reshape(bwd, shape=(-1, H)), dim=1, name='%s_last' % name)
-        return S.SequenceLast(out, axis=0, name='%s_last' % name)
+            out = S.Concat(fwd, S.Reshape(bwd, shape=(-1, H)), dim=1, name='%s_last' % name)
+        else:
+            out = S.SequenceLast(out, axis=0, name='%s_last' % name)
+        if not self.return_state:
+            return out
+        finals = [out]
+        for d in range(D):          # (D, N, H) state outputs -> (N, H) each, Keras' order
+            for i in range(k):
+                finals.append(S.Reshape(S.slice_axis(res[1 + i], axis=0, begin=d, end=d + 1),
+                                        shape=(-1, H), name='%s_state_%d_%d' % (name, d, i)))
+        return S.Group(finals)
+
+    def _check_initial_state(self, initial_state, D):
+        cls = type(self).__name__ if D == 1 else 'Bidirectional'
+        want = self._states_per_dir() * D
+        states = [] if initial_state is None else (
+            list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state])
+        if initial_state is not None and (len(states) != want or not all(
+                isinstance(t, KerasTensor) for t in states)):
+            raise ParamError('%s: `initial_state` must be a list of %d tensors (batch, units) '
+                             '(%s). Received: initial_state=%r'
+                             % (cls, want, 'h, c per direction' if self.mode == 'lstm'
+                                else 'h per direction', initial_state))
+        return states
+
+    @property
+    def num_outputs(self):
+        """Tensors a call returns: 1, or with ``return_state`` 1 + the states."""
+        return 1 + self._states_per_dir() if self.return_state else 1
+
+    def _call_node(self, x, states):
+        """The call's own tensor (its symbol the Group of every output)."""
+        return KerasTensor(layer=self, inputs=[x] + list(states))
+
+    def __call__(self, inputs, initial_state=None):
+        """Record a call (functional form); see the module docstring for the states.
+
+        Returns
+        -------
+        KerasTensor, or with ``return_state=True`` a list ``[output, *states]``.
+        """
+        states = self._check_initial_state(initial_state, 1)
+        node = super().__call__(inputs)
+        node.inputs += states
+        if self.num_outputs == 1:
+            return node
+        return [KerasTensor(layer=self, inputs=[node], output_index=i)
+                for i in range(self.num_outputs)]
 
     def build_symbol(self, name, inputs):
-        return self._build(name, inputs[0], False), None
+        return self._build(name, inputs, False), None
 
     def get_config(self):
         return {'units': self.units, 'return_sequences': self.return_sequences,
-                'go_backwards': self.go_backwards, 'dropout': self.dropout, 'name': self.name}
+                'return_state': self.return_state, 'go_backwards': self.go_backwards,
+                'dropout': self.dropout, 'name': self.name}
 
 
 class SimpleRNN(_Recurrent):
@@ -93,7 +156,8 @@ class SimpleRNN(_Recurrent):
     return_sequences : bool, default False
         Every step's output ``(batch, T, units)`` instead of the last ``(batch, units)``.
     return_state : bool, default False
-        Must be False (not supported).
+        A call returns ``[output, h]`` (LSTM: ``[output, h, c]``), the final
+        states ``(batch, units)``; functional form only.
     go_backwards : bool, default False
         Read the sequence from the end (outputs in the order processed).
     dropout : float in [0, 1), default 0
@@ -141,7 +205,9 @@ class Bidirectional(Layer):
     Parameters
     ----------
     layer : SimpleRNN, LSTM or GRU
-        Its ``go_backwards`` must be False.
+        Its ``go_backwards`` must be False. With its ``return_state=True`` a
+        call returns ``[output, forward states..., backward states...]``
+        (Keras' order); ``initial_state`` takes the same order.
     merge_mode : {'concat'}, default 'concat'
         Outputs have ``2 * units`` features.
     name : str, optional
@@ -163,8 +229,27 @@ class Bidirectional(Layer):
         if input_shape is None:
             self.input_shape = layer.input_shape
 
+    @property
+    def num_outputs(self):
+        """1, or with the wrapped layer's ``return_state`` 1 + both directions' states."""
+        return 1 + 2 * self.layer._states_per_dir() if self.layer.return_state else 1
+
+    def _call_node(self, x, states):
+        return KerasTensor(layer=self, inputs=[x] + list(states))
+
+    def __call__(self, inputs, initial_state=None):
+        """Record a call: the wrapped layer's ``initial_state`` / ``return_state`` rules,
+        forward direction's states first."""
+        states = self.layer._check_initial_state(initial_state, 2)
+        node = super().__call__(inputs)
+        node.inputs += states
+        if self.num_outputs == 1:
+            return node
+        return [KerasTensor(layer=self, inputs=[node], output_index=i)
+                for i in range(self.num_outputs)]
+
     def build_symbol(self, name, inputs):
-        return self.layer._build(name, inputs[0], True), None
+        return self.layer._build(name, inputs, True), None
 
     def get_config(self):
         return {'layer': self.layer, 'merge_mode': self.merge_mode, 'name': self.name}

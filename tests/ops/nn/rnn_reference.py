@@ -8,27 +8,36 @@ def _sig(x):
     return 1 / (1 + np.exp(-x))
 
 
-def unpack(mode, L, D, C, H, w):
-    """[(Wx, Wh, bx, bh)] per layer * D + direction from the packed vector."""
+def unpack(mode, L, D, C, H, w, P=None):
+    """[(Wx, Wh, bx, bh, Whr)] per layer * D + direction from the packed vector
+    (MXNet 1.9.1's rnn_impl.h: per layer and direction Wx, Wh, then LSTMP's Whr (P, H);
+    all biases after all weights)."""
     G, off, ws = GATES[mode], 0, []
+    S = H if P is None else P
     for l in range(L):
-        i = C if l == 0 else D * H
+        i = C if l == 0 else D * S
         for _ in range(D):
             wx = w[off:off + G * H * i].reshape(G * H, i)
             off += G * H * i
-            wh = w[off:off + G * H * H].reshape(G * H, H)
-            off += G * H * H
-            ws.append([wx, wh])
+            wh = w[off:off + G * H * S].reshape(G * H, S)
+            off += G * H * S
+            whr = None
+            if P is not None:
+                whr = w[off:off + P * H].reshape(P, H)
+                off += P * H
+            ws.append([wx, wh, whr])
     for e in ws:
+        whr = e.pop()
         e.append(w[off:off + G * H])
         e.append(w[off + G * H:off + 2 * G * H])
+        e.append(whr)
         off += 2 * G * H
     assert off == w.size
     return ws
 
 
-def step(mode, x, h, c, wx, wh, bx, bh, clip=None):
-    H = h.shape[-1]
+def step(mode, x, h, c, wx, wh, bx, bh, whr=None, clip=None):
+    H = c.shape[-1]
     gx = x @ wx.T + bx
     gh = h @ wh.T + bh
     if mode in ('rnn_relu', 'rnn_tanh'):
@@ -41,21 +50,25 @@ def step(mode, x, h, c, wx, wh, bx, bh, clip=None):
         c = f * c + i * g
         if clip is not None:
             c = np.clip(c, *clip)
-        return o * np.tanh(c), c
+        h = o * np.tanh(c)
+        return (h if whr is None else h @ whr.T), c
     r = _sig(gx[:, :H] + gh[:, :H])
     z = _sig(gx[:, H:2 * H] + gh[:, H:2 * H])
     n = np.tanh(gx[:, 2 * H:] + r * gh[:, 2 * H:])
     return (1 - z) * n + z * h, c
 
 
-def rnn_forward(mode, L, bidirectional, data, parameters, state, state_cell=None, clip=None):
-    """(output, final h, final c) of MXNet's fused RNN (no dropout)."""
+def rnn_forward(mode, L, bidirectional, data, parameters, state, state_cell=None, clip=None,
+                H=None):
+    """(output, final h, final c) of MXNet's fused RNN (no dropout). ``H``: the state size
+    when it differs from the state's width (LSTMP: state (L*D, N, P))."""
     T, N, C = data.shape
     D = 2 if bidirectional else 1
-    H = state.shape[2]
-    ws = unpack(mode, L, D, C, H, parameters)
-    cell = state_cell if state_cell is not None else np.zeros_like(state)
-    hy, cy = np.zeros_like(state), np.zeros_like(state)
+    P = None if H is None or H == state.shape[2] else state.shape[2]
+    H = state.shape[2] if H is None else H
+    ws = unpack(mode, L, D, C, H, parameters, P)
+    cell = state_cell if state_cell is not None else np.zeros(state.shape[:2] + (H,))
+    hy, cy = np.zeros_like(state), np.zeros_like(cell)
     x = data
     for l in range(L):
         outs = []
@@ -70,3 +83,23 @@ def rnn_forward(mode, L, bidirectional, data, parameters, state, state_cell=None
             hy[k], cy[k] = h, c
         x = np.concatenate(outs, axis=2)
     return x, hy, cy
+
+
+def rnn_forward_lengths(mode, L, bidirectional, data, parameters, state, state_cell, lengths,
+                        clip=None, H=None):
+    """``use_sequence_length``: every sequence run alone over its own first ``lengths[n]``
+    steps (outputs past the end 0, final states those at the sequence's last step)."""
+    T, N, _ = data.shape
+    D = 2 if bidirectional else 1
+    S = state.shape[2]
+    out = np.zeros((T, N, D * S))
+    hy = np.zeros_like(state)
+    cy = np.zeros(state.shape[:2] + (S if H is None else H,))
+    for n in range(N):
+        k = int(lengths[n])
+        o, h, c = rnn_forward(mode, L, bidirectional, data[:k, n:n + 1], parameters,
+                              state[:, n:n + 1],
+                              None if state_cell is None else state_cell[:, n:n + 1], clip, H)
+        out[:k, n] = o[:, 0]
+        hy[:, n], cy[:, n] = h[:, 0], c[:, 0]
+    return out, hy, cy
