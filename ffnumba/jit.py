@@ -177,14 +177,21 @@ def stable_cache_key(*fns):
     misses the cache, recompiles, and adds another entry to ``__pycache__``.
     Naming each body by ``module.qualname`` makes the key reproducible (the
     body's code is still pickled by value, so editing it changes the key).
-    Call it on the bodies before building kernels from them; already-named
-    dispatchers are left alone.
+    The njit helpers a body calls through its module globals are named too (the
+    pickled body carries them). Call it on the bodies before building kernels
+    from them; already-named dispatchers are left alone.
     """
-    for f in fns:
+    todo = list(fns)
+    while todo:
+        f = todo.pop()
         if f is None or f.__dict__.get('_MemoMixin__uuid') is not None \
                 or not hasattr(f, '_set_uuid'):
             continue
         name = 'ffnumba:%s.%s' % (f.py_func.__module__, f.py_func.__qualname__)
         if f._memo.get(name) is None:      # a twin (same qualname) keeps a random uuid
             f._set_uuid(name)
+        # the body is pickled with the globals it names: njit helpers it calls need names too
+        glb = f.py_func.__globals__
+        todo.extend(glb[n] for n in f.py_func.__code__.co_names
+                    if hasattr(glb.get(n), '_set_uuid'))
     return fns

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from ..base import DTypeError, ShapeError
-from ..jit import JIT, LazyCudaKernel, import_cuda
+from ..jit import JIT, LazyCudaKernel, import_cuda, stable_cache_key
 
 __all__ = ['make_update', 'FusedUpdate', 'clip', 'cuda']
 
@@ -163,6 +163,9 @@ class FusedUpdate:
     def __init__(self, step, name):
         self.name = name
         self.step = step
+        # the CPU loops close over ``step``: name it, or every process misses numba's disk
+        # cache (and adds an entry to it) and recompiles the loop on its first update
+        stable_cache_key(step)
         self.cpu = _cpu_loops(step)
         self.gpu = tuple(LazyCudaKernel(b) for b in _gpu_builders(step))
 
