@@ -36,26 +36,29 @@ NETS = 'mlp,lenet,resnet18_v1_32'
 
 
 def _compile_listener():
-    """Install a numba event listener; returns the per-function record it fills."""
+    """Install a numba event listener; returns the per-function record it fills.
+
+    ``calls``: function -> list of [signature, seconds] (seconds include the
+    nested compiles of the helpers it calls; those are listed under their own
+    names with depth > 0 and not counted in ``top_seconds``).
+    """
     from numba.core import event
     record = {'calls': {}, 'top_seconds': 0.0}
-    depth = [0]
-    start = [0.0]
+    stack = []
 
     class Listener(event.Listener):
         def on_start(self, ev):
-            if depth[0] == 0:
-                start[0] = time.perf_counter()
-            depth[0] += 1
             d = ev.data['dispatcher']
             name = '%s.%s' % (d.py_func.__module__, d.py_func.__qualname__)
-            sigs = record['calls'].setdefault(name, [])
-            sigs.append(str(ev.data['args']))
+            entry = [str(ev.data['args']), 0.0, len(stack)]
+            record['calls'].setdefault(name, []).append(entry)
+            stack.append((entry, time.perf_counter()))
 
         def on_end(self, ev):
-            depth[0] -= 1
-            if depth[0] == 0:
-                record['top_seconds'] += time.perf_counter() - start[0]
+            entry, tic = stack.pop()
+            entry[1] = time.perf_counter() - tic
+            if not stack:
+                record['top_seconds'] += entry[1]
 
     event.register('numba:compile', Listener())
     return record
@@ -176,10 +179,13 @@ def main():
                           'numba.cuda imported: %s'
                           % (len(calls), sum(len(v) for v in calls.values()),
                              cold.get('compile_seconds', 0), cold.get('cuda_imported')))
-                    for name, sigs in sorted(calls.items(), key=lambda kv: -len(kv[1])):
-                        print('   %3d  %s' % (len(sigs), name))
-                        for s in sigs[:4] if len(sigs) > 1 else ():
-                            print('          %s' % s[:160])
+                    rows = sorted(calls.items(), key=lambda kv: -sum(e[1] for e in kv[1]))
+                    for name, sigs in rows:
+                        print('   %5.2f s %2d sig(s) %s%s'
+                              % (sum(e[1] for e in sigs), len(sigs), name,
+                                 '' if min(e[2] for e in sigs) == 0 else '  (nested)'))
+                        for sig, _, _ in sigs if len(sigs) > 1 else ():
+                            print('            %s' % sig[:150])
     print('\nbest of %d round(s), batch %d, seconds from `import ffnumba` to the first '
           'finished training batch (process wall time in brackets):' % (args.rounds, args.batch))
     for root in roots:

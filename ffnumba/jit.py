@@ -20,7 +20,7 @@ import functools
 import numpy as np
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
-           'f16_safe', 'stable_cache_key', 'fill_gpu']
+           'f16_safe', 'stable_cache_key', 'fill_gpu', 'passthrough', 'selects', 'direct']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
 cuda = None
@@ -164,7 +164,56 @@ def f16_safe(fn):
         for orig, copy in pairs:
             _down(orig, copy)
         return res
-    return wrapped
+    return passthrough(wrapped, fn, _no_f16)
+
+
+def _no_f16(*lists):
+    return not any(a is not None and getattr(a, 'dtype', None) == np.float16
+                   for lst in lists if isinstance(lst, (list, tuple)) for a in lst)
+
+
+# ------------------------------------------------------------------ bound call plans
+def passthrough(wrapper, inner, test):
+    """Mark ``wrapper(ctx, p, *lists)`` as a plain call of ``inner`` whenever ``test(*lists)``.
+
+    Wrappers of compute functions (float16 in float32, integers in float64,
+    empty outputs) decide per call from the arrays' dtypes and sizes. An
+    executor's arrays never change dtype or shape once bound, so it asks
+    :func:`direct` once, at bind time, and calls the innermost function
+    itself. Returns ``wrapper``.
+    """
+    wrapper._ff_passthrough = (inner, test)
+    return wrapper
+
+
+def selects(dispatch, choose):
+    """Mark ``dispatch(ctx, p, *lists)`` as a plain call of ``choose(p)(ctx, p, *lists)``.
+
+    For compute functions that pick their implementation from the params
+    (``Activation``'s ``act_type``): :func:`direct` makes the choice once.
+    Returns ``dispatch``.
+    """
+    dispatch._ff_select = choose
+    return dispatch
+
+
+def direct(fn, p, *lists):
+    """The function to call instead of ``fn(ctx, p, *lists)`` for these params and arrays.
+
+    Resolves :func:`selects` dispatchers for ``p`` and unwraps every
+    :func:`passthrough` wrapper whose test says it would only forward the
+    call; a wrapper that would do work (a float16 array, an empty output) is
+    kept, with what it wraps.
+    """
+    while True:
+        choose = getattr(fn, '_ff_select', None)
+        if choose is not None:
+            fn = choose(p)
+            continue
+        mark = getattr(fn, '_ff_passthrough', None)
+        if mark is None or not mark[1](*lists):
+            return fn
+        fn = mark[0]
 
 
 # ------------------------------------------------------------------ disk cache of closures

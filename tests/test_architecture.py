@@ -27,7 +27,7 @@ LAYERS = [
     ('ops', ['ffnumba.ops', 'ffnumba.ops.*']),
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),
     ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer', 'ffnumba.symbol.infer_partial']),
-    ('executor', ['ffnumba._executor_bind', 'ffnumba.executor']),
+    ('executor', ['ffnumba._executor_bind', 'ffnumba._executor_run', 'ffnumba.executor']),
     ('symbol', ['ffnumba.symbol', 'ffnumba.symbol.*']),
     ('training parts', ['ffnumba.initializer', 'ffnumba.lr_scheduler', 'ffnumba.metric',
                         'ffnumba._metric_*', 'ffnumba.optimizer', 'ffnumba.optimizer.*', 'ffnumba.kvstore',
