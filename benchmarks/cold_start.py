@@ -4,11 +4,16 @@
     python benchmarks/cold_start.py --rounds 3 --roots /tmp/old,.   # old tree vs this one
     python benchmarks/cold_start.py --nets lenet --detail    # which kernels compiled
 
-Every figure comes from a fresh child process. ``import`` is ``import ffnumba``
+Every figure comes from a fresh child process, with Python's bytecode cache
+on (``PYTHONPYCACHEPREFIX`` under the temporary folder; a pip-installed
+package has its ``.pyc`` files, so only numba's cache is cold). ``import`` is ``import ffnumba``
 alone. ``cold`` is a child with an empty ``NUMBA_CACHE_DIR`` (a new temporary
 folder): every kernel the first batch needs is compiled. ``warm`` is a second
 child with that same folder, now filled: kernels load from numba's disk cache.
-Each child times, from just before ``import ffnumba``, the import, building the
+``numba-floor`` is numba's own floor: ``import numpy, numba``
+and the first call of a one-line ``@njit(cache=True)`` function (numba
+initialises its CPU target on the first compile or cache load). Each child
+times, from just before ``import ffnumba``, the import, building the
 symbol, ``Module.bind``/``init_params``/``init_optimizer`` (SGD, momentum 0.9)
 and one ``forward_backward`` + ``update`` on random data (batch ``--batch``),
 ending when the outputs are read back. ``--rounds`` repeats everything; with
@@ -64,8 +69,24 @@ def _compile_listener():
     return record
 
 
+def _plus_one(x):
+    return x + 1
+
+
+def floor():
+    """numba's own floor: import numpy and numba, call a one-line cached kernel."""
+    tic = time.perf_counter()
+    import numpy as np
+    import numba
+    t_import = time.perf_counter() - tic
+    numba.njit(cache=True)(_plus_one)(np.ones(3))
+    print(json.dumps({'import': t_import, 'first_batch': time.perf_counter() - tic}))
+
+
 def worker(args):
     """One child: time the import (and the first batch) and print one JSON line."""
+    if args.net == 'numba-floor':
+        return floor()
     tic = time.perf_counter()
     record = _compile_listener() if args.detail else None
     import ffnumba as ff
@@ -109,6 +130,10 @@ def child(root, net, cache_dir, args, detail=False):
     env = dict(os.environ)
     env['PYTHONPATH'] = os.path.abspath(root) + os.pathsep + env.get('PYTHONPATH', '')
     env['NUMBA_CACHE_DIR'] = cache_dir
+    # Python's own bytecode cache on, in a folder of its own (as after a pip install,
+    # whatever PYTHONDONTWRITEBYTECODE says here): a cold *numba* cache, not a cold Python
+    env.pop('PYTHONDONTWRITEBYTECODE', None)
+    env['PYTHONPYCACHEPREFIX'] = os.path.join(tempfile.gettempdir(), 'ffnumba_cold_start_pyc')
     for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
         env.setdefault(var, '1')
     cmd = [sys.executable, os.path.abspath(__file__), '--worker', '--net', net,
@@ -149,7 +174,7 @@ def main():
             best[key] = min(best.get(key, value), value)
 
     for rnd in range(args.rounds):
-        for net in ['import'] + nets:
+        for net in ['import', 'numba-floor'] + nets:
             for root in roots:
                 tmp = tempfile.mkdtemp(prefix='ff_numba_cache_')
                 try:
@@ -193,7 +218,7 @@ def main():
         print('  %-16s import alone %.2f s  [%.2f s]'
               % ('', best.get((root, 'import', 'import'), float('nan')),
                  best.get((root, 'import', 'process'), float('nan'))))
-        for net in nets:
+        for net in ['numba-floor'] + nets:
             print('  %-16s cold %6.2f s [%6.2f]   warm %5.2f s [%5.2f]'
                   % (net, best.get((root, net, 'cold'), float('nan')),
                      best.get((root, net, 'cold_process'), float('nan')),
