@@ -36,7 +36,7 @@ def bench_layer(op_name, params, dshape, reqs, batch, dtype, repeat):
     op = get_op(op_name)
     p = op.parse_params(params)
     n_args = len(op.list_arguments(p))
-    ins, outs, _ = op.infer_shape(p, [(batch,) + dshape] + [None] * (n_args - 1), [])
+    ins, outs, _ = op.infer_shape(p, [(batch,) + dshape] + [None] * (n_args - 1), [], [None])
     rng = np.random.default_rng(0)
     arrays = [rng.uniform(-1, 1, s).astype(dtype) for s in ins]
     y = np.empty(outs[0], dtype)

@@ -12,7 +12,9 @@ kernel and every numpy C function, measured with cProfile (which times C calls
 without inflating them). ``python`` = step - compute is what the executor, the
 operators' Python wrappers, the module and the optimizer cost; ``per node`` divides it by
 the calls one step makes (forward nodes + backward nodes + parameters
-updated). Each (tree, net, batch) runs in its own child process, trees
+updated). ``py funcs`` counts the Python function calls one step makes
+(cProfile's count, deterministic: the least noisy measure of Python work).
+Each (tree, net, batch) runs in its own child process, trees
 alternating within a round; the table shows the best of the rounds. Prints
 numbers, asserts nothing.
 """
@@ -76,17 +78,19 @@ def worker(args):
     prof.disable()
     stats = pstats.Stats(prof).stats
     kernels = _compiled_keys()
-    compute = 0.0
-    for key, (_, _, tottime, _, _) in stats.items():
-        if key in kernels or (key[0] == '~' and 'numpy' in key[2]) \
-                or (key[0] == '~' and key[2].startswith("<method '") and 'numpy' in key[2]):
+    compute, pycalls = 0.0, 0
+    for key, (cc, _, tottime, _, _) in stats.items():
+        if key in kernels or (key[0] == '~' and 'numpy' in key[2]):
             compute += tottime
+        elif key[0] != '~':
+            pycalls += cc
     exe = mod._exec_group.execs[0]
     sym = exe._symbol
     nodes = sum(1 for n in json.loads(sym.tojson())['nodes'] if n['op'] != 'null')
     n_params = len(mod._exec_group.param_names)
     out = {'step': min(times), 'median': float(np.median(times)),
-           'compute': compute / args.steps, 'nodes': nodes, 'params': n_params}
+           'compute': compute / args.steps, 'nodes': nodes, 'params': n_params,
+           'pycalls': pycalls / args.steps}
     print(json.dumps(out))
 
 
@@ -129,16 +133,17 @@ def main():
                     if key not in best:
                         best[key] = r
                     else:
-                        for k in ('step', 'python', 'compute'):
+                        for k in ('step', 'python', 'compute', 'pycalls'):
                             best[key][k] = min(best[key][k], r[k])
     print('\nbest of %d round(s), ms per training step (1 CPU context, 1 thread):' % args.rounds)
-    print('%-22s %-16s %5s %9s %9s %9s %6s %11s' % ('tree', 'net', 'batch', 'step', 'compute',
-                                                   'python', 'calls', 'us per call'))
+    print('%-22s %-16s %5s %9s %9s %9s %6s %11s %9s' % ('tree', 'net', 'batch', 'step', 'compute',
+                                                       'python', 'calls', 'us per call',
+                                                       'py funcs'))
     for (root, net, batch), r in best.items():
         calls = 2 * r['nodes'] + r['params']
-        print('%-22s %-16s %5s %9.2f %9.2f %9.2f %6d %11.1f'
+        print('%-22s %-16s %5s %9.2f %9.2f %9.2f %6d %11.1f %9d'
               % (root[-22:], net, batch, 1e3 * r['step'], 1e3 * r['compute'],
-                 1e3 * r['python'], calls, 1e6 * r['python'] / calls))
+                 1e3 * r['python'], calls, 1e6 * r['python'] / calls, r.get('pycalls', -1)))
 
 
 if __name__ == '__main__':

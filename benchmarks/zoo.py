@@ -3,6 +3,7 @@
     python benchmarks/zoo.py                                   # a quick subset, ffnumba only
     python benchmarks/zoo.py --nets lenet,resnet18_v1_32 --batch 1,32 --threads 1,2
     python benchmarks/zoo.py --mxnet /path/to/mxnet-venv/bin/python   # MXNet 1.9.1 beside it
+    python benchmarks/zoo.py --torch /path/to/torch-venv/bin/python    # and/or PyTorch CPU
     python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time breakdown
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
@@ -13,7 +14,10 @@ on random data; inference is ``forward(is_train=False)``. Each figure is the med
 samples/s of ``--steps`` timed steps after ``--warmup`` untimed ones (numba compiles
 and MXNet's first-call set-up are excluded). Threads are set for the child through
 ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/``MKL_NUM_THREADS``/``NUMBA_NUM_THREADS``
-and ffnumba's ``FFNUMBA_BLAS_THREADS``.
+and ffnumba's ``FFNUMBA_BLAS_THREADS`` (PyTorch also gets ``torch.set_num_threads``).
+PyTorch runs the same builders through ``_torch_sym`` (lazy modules; the step is
+cross-entropy on the logits, backward, SGD-momentum; inference is ``eval()`` under
+``no_grad``).
 
 MXNet's pip build uses MKL-DNN kernels unless ``MXNET_MKLDNN_ENABLED=0`` (``--mxnet-ref``).
 Neither MXNet nor PyTorch is a dependency: they run from the interpreter you name.
@@ -29,8 +33,47 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 QUICK = 'mlp,lenet,resnet18_v1_32,mobilenet_v1'
 
 
+def torch_worker(args):
+    """The PyTorch twin of :func:`worker`: same builders, data, steps and timing."""
+    import numpy as np
+    import torch
+    sys.path.insert(0, HERE)
+    import _torch_sym
+    from zoo_nets import NETS
+    torch.set_num_threads(args.one_threads)
+    build, shape = NETS[args.net]
+    batch = args.one_batch
+    rng = np.random.default_rng(0)
+    data = torch.from_numpy(rng.uniform(0, 1, (batch,) + shape).astype(np.float32))
+    label = torch.from_numpy(rng.integers(0, 10, batch).astype(np.int64))
+    result = {'framework': 'torch', 'net': args.net, 'batch': batch,
+              'threads': args.one_threads}
+    for mode in ('train', 'infer'):
+        net = _torch_sym.build(build(_torch_sym), data)
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        net.train(mode == 'train')
+        times = []
+        for i in range(args.warmup + args.steps):
+            tic = time.perf_counter()
+            if mode == 'train':
+                opt.zero_grad()
+                out = net(data)
+                torch.nn.functional.cross_entropy(out, label).backward()
+                opt.step()
+            else:
+                with torch.no_grad():
+                    out = torch.softmax(net(data), dim=1)
+            if i >= args.warmup:
+                times.append(time.perf_counter() - tic)
+        assert torch.isfinite(out).all()
+        result[mode] = batch / float(np.median(times))
+    print(json.dumps(result))
+
+
 def worker(args):
     """Run one configuration in this process and print one JSON line."""
+    if args.framework == 'torch':
+        return torch_worker(args)
     import numpy as np
     sys.path.insert(0, HERE)
     from zoo_nets import NETS
@@ -107,6 +150,7 @@ def main():
     p.add_argument('--steps', type=int, default=5)
     p.add_argument('--warmup', type=int, default=2)
     p.add_argument('--mxnet', help='python interpreter that imports mxnet 1.9.1')
+    p.add_argument('--torch', help='python interpreter that imports PyTorch (CPU)')
     p.add_argument('--mxnet-ref', action='store_true',
                    help='MXNet with MXNET_MKLDNN_ENABLED=0 (its reference kernels)')
     p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
@@ -128,8 +172,11 @@ def main():
     frameworks = [('ffnumba', sys.executable)]
     if args.mxnet:
         frameworks.append(('mxnet', args.mxnet))
-    print('%-16s %5s %3s | %-28s | %-28s' % ('net', 'batch', 'thr', 'train samples/s',
-                                              'infer samples/s'))
+    if args.torch:
+        frameworks.append(('torch', args.torch))
+    width = 10 + 19 * (len(frameworks) - 1)
+    print('%-16s %5s %3s | %-*s | %-*s' % ('net', 'batch', 'thr', width, 'train samples/s',
+                                           width, 'infer samples/s'))
     for net in nets:
         for batch in (int(b) for b in args.batch.split(',')):
             for threads in (int(t) for t in args.threads.split(',')):
@@ -141,12 +188,14 @@ def main():
                 cells = []
                 for mode in ('train', 'infer'):
                     cell = '%9.1f' % mine[mode]
-                    other = res.get('mxnet')
-                    if other:
-                        cell += ' mx %9.1f (%.2fx)' % (other[mode], mine[mode] / other[mode])
+                    for fw, tag in (('mxnet', 'mx'), ('torch', 'pt')):
+                        other = res.get(fw)
+                        if other:
+                            cell += ' %s %8.1f (%.2fx)' % (tag, other[mode],
+                                                          mine[mode] / other[mode])
                     cells.append(cell)
-                print('%-16s %5d %3d | %-28s | %-28s' % (net, batch, threads, *cells),
-                      flush=True)
+                print('%-16s %5d %3d | %-*s | %-*s' % (net, batch, threads, width, cells[0],
+                                                      width, cells[1]), flush=True)
                 if args.profile and 'profile' in mine:
                     for name, kind, share, ms in mine['profile']:
                         print('      %-22s %-8s %5.1f%% %8.2f ms' % (name, kind, share, ms))

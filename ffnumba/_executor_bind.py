@@ -5,16 +5,19 @@
 and auxiliary arrays; :func:`ffnumba.executor.simple_bind` hands them, with
 the inferred shapes, to :class:`~ffnumba.executor.Executor`.
 :func:`norm_grad_req` is the one place ``grad_req`` (str, list or dict) is
-normalised; :func:`plan_gradients` decides which nodes run backward and what
-they read, and :func:`plan_memory` shares the buffers of everything else. This module sits below ``executor.py`` and never imports it.
+normalised. The memory plan (:func:`plan_gradients`, :func:`plan_memory`)
+lives in :mod:`ffnumba._memory_plan`, below this module, which sits below
+``executor.py`` and never imports it.
 """
 import numpy as np
 
 from .base import FFError, ParamError, ShapeError
 from .context import Context, check_device
 from .dtype import np_dtype
-from .ndarray import ndarray as _nd
+from .ndarray._device import same_memory
 from .ndarray.ndarray import NDArray
+from ._memory_plan import (plan_gradients, plan_memory, zero_gradient, sharing_enabled,  # noqa: F401
+                           _view_of, _zeros)
 from .symbol import infer as _infer
 
 __all__ = ['allocate', 'ArgumentError']
@@ -24,14 +27,6 @@ _REQS = ('write', 'add', 'null')
 
 class ArgumentError(FFError, TypeError):
     """An argument name that the executor does not have, or a value of the wrong type."""
-
-
-def _zeros(shape, dtype, ctx):
-    return _nd.zeros(shape, ctx=ctx, dtype=dtype)
-
-
-def _is_gpu(ctx):
-    return ctx.device_type == 'gpu'
 
 
 def norm_grad_req(grad_req, names):
@@ -67,14 +62,6 @@ def norm_grad_req(grad_req, names):
     return reqs
 
 
-def _view_of(arr, shape):
-    """An NDArray of ``shape`` over the first elements of ``arr`` (no copy on the CPU)."""
-    n = int(np.prod(shape, dtype=np.int64))
-    if _is_gpu(arr.context):
-        return _zeros(shape, arr.dtype, arr.context)
-    return NDArray(arr._data.reshape(-1)[:n].reshape(shape), arr.context)
-
-
 def group_contexts(view, ctx, group2ctx):
     """Per argument and auxiliary node: its context (``group2ctx`` by ``ctx_group``).
 
@@ -89,7 +76,7 @@ def group_contexts(view, ctx, group2ctx):
         group = view.nodes[nid].attrs.get('__ctx_group__')
         c = (group2ctx or {}).get(group, ctx) if group is not None else ctx
         c = Context(c) if not isinstance(c, Context) else c
-        if c.device_type != ctx.device_type or (_is_gpu(ctx) and c != ctx):
+        if c.device_type != ctx.device_type or not same_memory(c, ctx):
             raise FFError('bind: group2ctx puts %r (ctx_group %r) on %s but the executor runs '
                           'on %s; model parallelism across device types is not supported'
                           % (view.nodes[nid].name, group, c, ctx))
@@ -186,119 +173,6 @@ def allocate(symbol, ctx, grad_req='write', type_dict=None, shared_arg_names=Non
     return args, grads, reqs, aux, (shapes, types)
 
 
-def plan_gradients(view, var_reqs):
-    """Which nodes run backward and which forward values their backward reads.
-
-    Gradients flow from the heads down through every operator that passes
-    them (``OpDef.passes_gradient``; ``BlockGrad`` does not) to the
-    arguments with a ``grad_req`` other than ``'null'``. A node runs its
-    backward when one of its inputs depends on such an argument and gradient
-    reaches one of its outputs (a loss op makes its own).
-
-    Parameters
-    ----------
-    view : GraphView
-    var_reqs : dict of int to str
-        Entry of each argument whose ``grad_req`` is not ``'null'``, to the request.
-
-    Returns
-    -------
-    need : list of bool
-        Per entry: a gradient is computed for it.
-    node_bwd : list of bool
-        Per node: its backward runs.
-    keep : set of int
-        Entries some running backward reads (``OpDef.backward_reads``): their
-        forward buffers must survive until backward; the others may be shared.
-    unreached : list of int
-        Argument entries with a request that no gradient reaches (all their
-        paths go through ``BlockGrad``): zero for ``'write'``.
-    """
-    ptr = view.entry_ptr
-    depends = [False] * view.num_entries
-    for e in var_reqs:
-        depends[e] = True
-    touched = [False] * len(view.nodes)
-    for nid, node in enumerate(view.nodes):
-        if node.op is not None and any(depends[e]
-                                       for e in view.in_entries[nid][:node.num_args]):
-            touched[nid] = True
-            for e in range(ptr[nid], ptr[nid + 1]):
-                depends[e] = True
-    flows = [False] * view.num_entries
-    for e in view.heads:
-        flows[e] = True
-    node_bwd = [False] * len(view.nodes)
-    for nid in reversed(range(len(view.nodes))):
-        node = view.nodes[nid]
-        if not touched[nid] or not node.op.passes_gradient:
-            continue
-        if not (node.op.is_loss or any(flows[e] for e in range(ptr[nid], ptr[nid + 1]))):
-            continue
-        node_bwd[nid] = True
-        for e in view.in_entries[nid][:node.num_args]:
-            if depends[e]:
-                flows[e] = True
-    need = [depends[e] and flows[e] and (e in var_reqs or node_bwd[view.entry_node[e]])
-            for e in range(view.num_entries)]
-    keep = set()
-    for nid, node in enumerate(view.nodes):
-        if node_bwd[nid]:
-            reads = node.op.backward_reads
-            reads = reads(node.params) if callable(reads) else reads
-            if 'inputs' in reads:
-                keep.update(view.in_entries[nid])
-            if 'outputs' in reads:
-                keep.update(range(ptr[nid], ptr[nid + 1]))
-    unreached = [e for e in var_reqs if not flows[e]]
-    return need, node_bwd, keep, unreached
-
-
-def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None):
-    """Allocate operator outputs, sharing the buffers of values nothing needs any more.
-
-    An intermediate entry's buffer returns to a pool (keyed by shape and
-    dtype) after its last consumer's forward has run; a later entry of the
-    same shape and dtype takes it. Heads and the entries in ``keep`` (read
-    by a backward, see :func:`plan_gradients`) are never returned. A node's
-    outputs are taken before its inputs are released, so no kernel sees
-    aliased arrays. An executor without gradients passes no ``keep``.
-
-    ``shared``: per entry, the array of the executor this one reshapes (the
-    same graph, so the same lifetimes); an output that fits in it (same
-    dtype, no more elements) is a view of it on the CPU, as MXNet's
-    ``Executor.reshape`` shares memory; the other outputs get their own buffers.
-    """
-    last = {}
-    for nid, node in enumerate(view.nodes):
-        for e in view.in_entries[nid]:
-            last[e] = nid
-    heads = set(view.heads)
-    release = {}
-    for nid, node in enumerate(view.nodes):
-        if node.op is None:
-            continue
-        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-            if e not in heads and e not in keep:
-                release.setdefault(last.get(e, nid), []).append(e)
-    pool = {}
-    for nid, node in enumerate(view.nodes):
-        if node.op is None:
-            continue
-        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-            key = (shapes[e], np.dtype(types[e]).str)
-            old = shared[e] if shared is not None else None
-            if old is not None and not _is_gpu(ctx) and np.dtype(old.dtype) == key[1] \
-                    and old.size >= int(np.prod(shapes[e], dtype=np.int64)):
-                nd_of[e] = _view_of(old, shapes[e])
-                continue
-            free = pool.get(key) if shared is None else None  # views only: no new aliasing
-            nd_of[e] = free.pop() if (free and e not in heads) else \
-                _zeros(shapes[e], types[e], ctx)
-        for e in release.get(nid, ()):
-            pool.setdefault((shapes[e], np.dtype(types[e]).str), []).append(nd_of[e])
-
-
 def _host_values(what, value):
     """``value`` as a numeric numpy array, or an ArgumentError naming ``what``."""
     try:
@@ -314,16 +188,13 @@ def _host_values(what, value):
 
 def _copy_into(src, dst, name):
     if isinstance(src, NDArray):
-        host = src.asnumpy() if (_is_gpu(src.context) or _is_gpu(dst.context)) else src._data
+        host = src._host()
     else:
         host = _host_values('copy_params_from: %s' % name, src)
     if tuple(host.shape) != dst.shape:
         raise ShapeError('copy_params_from: %s has shape %s, the executor needs %s'
                          % (name, tuple(host.shape), dst.shape))
-    if _is_gpu(dst.context):
-        dst._set(host.astype(dst._data.dtype))
-    else:
-        dst._data[...] = host
+    dst._copy_from(host)
 
 
 def _arrays(value, names, what, allow_missing):
@@ -394,24 +265,3 @@ def report(callback, monitor_all, node, rec, ctx, backward, in_shapes):
     for i, g in enumerate(rec.igrads):
         arr = wrap(g) if g is not None else _zeros(in_shapes[i], rec.ins[i].dtype, ctx)
         callback(base + ('_output' if n == 1 else '_output%d' % i), arr)
-
-
-# Operators whose gradient is zero whatever the head gradient (MXNet registers
-# ``MakeZeroGradNodes`` for them): their head gradients are never read, so
-# ``backward`` ignores whatever is passed for them (any shape) or its absence.
-_CMP = ('equal', 'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal',
-        'logical_and', 'logical_or', 'logical_xor')
-_ZERO_GRAD_OPS = frozenset(
-    ['argmax', 'argmin', 'argmax_channel', 'argsort', 'shape_array', 'size_array', 'zeros_like',
-     'ones_like', 'one_hot', 'logical_not'] + ['_' + c for c in _CMP]
-    + ['_%s_scalar' % c for c in _CMP] + ['broadcast_' + c for c in _CMP])
-
-
-def zero_gradient(node):
-    """True when ``node``'s backward never reads its head gradient."""
-    op = node.op
-    if op is None:
-        return False
-    if op.name == 'topk':
-        return getattr(node.params, 'ret_typ', 'indices') in ('indices', 'mask')
-    return op.name in _ZERO_GRAD_OPS

@@ -13,8 +13,8 @@ dtype or shape (``reshape`` makes a new executor; ``forward(**kwargs)`` copies
 into the bound arrays after checking their shapes).
 
 Errors still name the node: an exception raised by a kernel is re-raised
-through :func:`ffnumba._executor_bind._reraise`. Monitors and GPU executors
-take the executor's own per-node loops. This module sits beside
+through :func:`ffnumba._executor_bind._reraise`. An executor with a monitor
+takes its own per-node loop (the monitor reads each node's record). This module sits beside
 ``_executor_bind`` below ``executor.py`` and never imports it.
 """
 from ._executor_bind import _reraise
@@ -33,7 +33,7 @@ class CallPlan:
     fwd_plan, bwd_plan : list of executor records
         Each with ``nid``, ``fwd``/``bwd``, ``ctx``, ``p``, ``ins``, ``outs``,
         ``aux`` (and for backward ``ograds``, ``igrads``, ``reqs``, ``post``:
-        pairs ``(tmp, dst)`` whose ``tmp`` is added into ``dst`` after the call).
+        NDArray pairs ``(tmp, dst)`` whose ``tmp`` is added into ``dst`` after the call).
     """
 
     def __init__(self, nodes, fwd_plan, bwd_plan):
@@ -56,7 +56,7 @@ class CallPlan:
             self._train = is_train
 
     def forward(self):
-        """Run every node's forward in graph order (CPU, no monitor)."""
+        """Run every node's forward in graph order (no monitor)."""
         i = 0
         try:
             for fn, ctx, p, ins, outs, aux in self._fwd:
@@ -66,13 +66,13 @@ class CallPlan:
             _reraise(self._nodes[self._fwd_nids[i]], 'forward', e)
 
     def backward(self):
-        """Run the backward of every node that has one, in reverse order (CPU, no monitor)."""
+        """Run the backward of every node that has one, in reverse order (no monitor)."""
         i = 0
         try:
             for fn, ctx, p, og, ins, outs, ig, reqs, aux, post in self._bwd:
                 fn(ctx, p, og, ins, outs, ig, reqs, aux)
                 for tmp, dst in post:
-                    dst += tmp
+                    dst._add_from(tmp)
                 i += 1
         except Exception as e:
             _reraise(self._nodes[self._bwd_nids[i]], 'backward', e)

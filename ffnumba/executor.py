@@ -24,8 +24,8 @@ import numpy as np
 
 from ._executor_run import CallPlan
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             report, zero_gradient, _arrays, _copy_into, _host_values, _is_gpu,
-                             _reraise, _view_of, _zeros)  # noqa: F401
+                             report, sharing_enabled, zero_gradient, _arrays, _copy_into,
+                             _host_values, _reraise, _view_of, _zeros)  # noqa: F401
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -102,15 +102,16 @@ class Executor:
         self.grad_arrays = grads
         for n, a in list(zip(arg_names, self.arg_arrays)) + list(zip(aux_names, self.aux_arrays)) \
                 + [(n, g) for n, g in zip(arg_names, self.grad_arrays) if g is not None]:
-            if _is_gpu(a.context) != _is_gpu(ctx) or (_is_gpu(ctx) and a.context != ctx):
+            if not a._usable_on(ctx):
                 raise FFError('bind: array %r is on %s but the executor is bound to %s'
                               % (n, a.context, ctx))
-            if not _is_gpu(ctx) and not a._data.flags.c_contiguous:
+            if not a._is_contiguous():
                 raise FFError('bind: array %r is not C-contiguous' % n)
         for n, a, g in zip(arg_names, self.arg_arrays, self.grad_arrays):
             if self._grad_req[n] != 'null' and g.shape != a.shape:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
+        self._keep_all = False
         self._setup(_inferred, None if _reshaped is None else _reshaped._nd_of)
         self._monitor = None
         self._warm = set()   # passes that have run once (compile_notice)
@@ -149,18 +150,14 @@ class Executor:
             if self._grad_req[name] != 'null':
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
-        need, node_bwd, keep, unreached = plan_gradients(view, self._var_req)
-        plan_memory(view, shapes, types, ctx, nd_of, keep, shared)
-        self._keep = keep
+        need, node_bwd, keep, unreached = plan_gradients(view, self._var_req, self._keep_all)
+        self._plan, tmps = plan_memory(view, shapes, types, ctx, nd_of, keep, shared,
+                                       (need, node_bwd, self._var_req, gbuf), sharing_enabled())
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
         rng = _random.spawn()
         self._rng = rng
-        for nid in range(len(view.nodes)):
-            if node_bwd[nid]:
-                for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                    gbuf[e] = _zeros(shapes[e], types[e], ctx)._data
         # arguments behind BlockGrad only: their 'write' gradient is zero
         self._zero_grads = [gbuf[e] for e in unreached if self._var_req[e] == 'write']
         self._need, self._gbuf = need, gbuf
@@ -208,17 +205,17 @@ class Executor:
             r.ograds = [None] * len(outs) if node.op.is_loss else [gbuf[e] for e in outs]
             r.igrads, r.reqs, r.post = [], [], []
             seen = set()
-            for e in view.in_entries[r.nid][:node.num_args]:
+            for pos, e in enumerate(view.in_entries[r.nid][:node.num_args]):
                 if not need[e]:
                     r.igrads.append(None)
                     r.reqs.append('null')
                     continue
                 req = contrib_req(e)
                 if e in seen:
-                    tmp = _zeros(shapes[e], types[e], ctx)._data
+                    tmp = tmps[(r.nid, pos)]
                     r.igrads.append(tmp)
                     r.reqs.append('write')
-                    r.post.append((tmp, gbuf[e]))
+                    r.post.append((NDArray(tmp, ctx), NDArray(gbuf[e], ctx)))
                 else:
                     seen.add(e)
                     r.igrads.append(gbuf[e])
@@ -256,14 +253,7 @@ class Executor:
                 if shape != dst.shape:
                     raise ShapeError('Shape not match! Argument %s, need: %s, received: %s'
                                      % (name, dst.shape, shape))
-                if isinstance(value, NDArray):
-                    if value is not dst:
-                        if _is_gpu(value.context) or _is_gpu(dst.context):
-                            dst._set(value.asnumpy())
-                        else:
-                            dst._data[...] = value._data
-                else:
-                    dst._set(np.asarray(value))
+                dst._copy_from(value)
         self._run_pass('forward', self._fwd_plan, self._run_forward, is_train)
         return self.outputs
 
@@ -278,7 +268,7 @@ class Executor:
     def _run_forward(self, is_train):
         self._calls.set_train(is_train)
         monitor = self._monitor
-        if monitor is None and not _is_gpu(self._ctx):
+        if monitor is None:
             return self._calls.forward()
         for r in self._fwd_plan:
             try:
@@ -316,10 +306,7 @@ class Executor:
         """
         ograds = self._norm_out_grads(out_grads)
         for g in self._zero_grads:
-            if _is_gpu(self._ctx):
-                g.copy_to_device(np.zeros(g.shape, g.dtype))
-            else:
-                g[...] = 0
+            NDArray(g, self._ctx)._fill(0)
         for k, e, req in self._head_plan:
             g = ograds[k]
             if g is None:
@@ -335,8 +322,8 @@ class Executor:
 
     def _run_backward(self, is_train):
         self._calls.set_train(is_train)
-        gpu, monitor = _is_gpu(self._ctx), self._monitor
-        if monitor is None and not gpu:
+        monitor = self._monitor
+        if monitor is None:
             return self._calls.backward()
         for r in self._bwd_plan:
             try:
@@ -344,26 +331,16 @@ class Executor:
             except Exception as e:
                 _reraise(self._view.nodes[r.nid], 'backward', e)
             for tmp, dst in r.post:
-                if gpu:
-                    dst.copy_to_device(dst.copy_to_host() + tmp.copy_to_host())
-                else:
-                    dst += tmp
+                dst._add_from(tmp)
             if monitor is not None:
                 self._run_monitor(r, backward=True)
 
     def _assign(self, dst, g, req):
-        if _is_gpu(self._ctx):
-            host = g.asnumpy() if isinstance(g, NDArray) else np.asarray(g)
-            host = host.astype(dst.dtype)
-            if req == 'add':
-                host = dst.copy_to_host() + host
-            dst.copy_to_device(np.ascontiguousarray(host))
-            return
-        src = g._data if isinstance(g, NDArray) and not _is_gpu(g.context) else np.asarray(g)
+        dst = NDArray(dst, self._ctx)
         if req == 'write':
-            dst[...] = src
+            dst._copy_from(g)
         else:
-            dst += src
+            dst._add_from(g)
 
     def _norm_out_grads(self, out_grads):
         n = len(self._out_names)
@@ -418,10 +395,17 @@ class Executor:
         is requested). With ``monitor_all``, the forward inputs
         (``<node>_<input>``) and the backward's inputs
         (``<node>_backward_input<i>``: head gradients, then the forward
-        inputs) are reported too.
+        inputs) are reported too; a training executor then stops sharing
+        the buffers of the values a backward does not read (a new memory
+        plan: :attr:`outputs` are new arrays).
         """
         self._monitor = callback
         self._monitor_all = bool(monitor_all)
+        if self._monitor_all and not self._keep_all and self._bwd_plan:
+            # the backward report shows every forward input: keep them all (a new plan,
+            # so `outputs` are new arrays)
+            self._keep_all = True
+            self._setup((self._shapes, self._types))
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy parameter values into this executor's arrays (cast to their dtype).
@@ -504,43 +488,21 @@ class Executor:
                         _reshaped=self)
 
     def debug_str(self):
-        """The symbol's listing, the memory plan, and the memory it takes (MXNet's last lines).
+        """The symbol's listing, the backward nodes and the memory plan (MXNet's format).
 
-        The plan lists each operator node: whether its backward runs, and for
-        each output whether it is a head, kept for a backward that reads it,
-        or in a buffer shared with values computed before or after it. ``Total N MB allocated``
-        counts the buffers this executor made (operator outputs and gradient
+        After the symbol's own listing, each running backward appears as
+        MXNet lists it (``Op:_backward_<op>``, its inputs: the gradients of
+        its outputs and the forward values it reads), then the storage of
+        every operator output and intermediate gradient (see
+        :func:`ffnumba._memory_plan.describe`). ``Total N MB allocated``
+        counts the buffers this executor made (operator outputs, gradient
         buffers), not the argument, gradient and auxiliary arrays it was
         bound to, as MXNet counts its memory plan.
         """
-        view = self._view
-        bound = {id(a._data) for a in self.arg_arrays + self.aux_arrays}
-        bound |= {id(g._data) for g in self.grad_arrays if g is not None}
-        owners = {}
-        for e, a in enumerate(self._nd_of):
-            owners.setdefault(id(a._data), []).append(e)
-        bwd = {r.nid for r in self._bwd_plan}
-        lines = ['Memory plan:']
-        for nid, node in enumerate(view.nodes):
-            if node.op is None:
-                continue
-            outs = []
-            for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
-                shared = len(owners[id(self._nd_of[e]._data)]) > 1
-                how = 'head' if e in view.heads else 'kept' if e in self._keep else \
-                    'shared' if shared else 'own'
-                outs.append('%s %s' % (view.entry_names()[e], how))
-            lines.append('\t%s (%s): backward %s; %s' % (node.name, node.op.name,
-                                                        'runs' if nid in bwd else 'skipped',
-                                                        ', '.join(outs)))
-        total, seen = 0, set(bound)
-        for a in [x._data for x in self._nd_of] + [g for g in self._gbuf if g is not None]:
-            if id(a) not in seen:
-                seen.add(id(a))
-                total += a.size * np.dtype(a.dtype).itemsize
-        return (self._symbol.debug_str() + '\n'.join(lines)
+        from ._memory_plan import describe
+        return (self._symbol.debug_str() + '\n'.join(describe(self._view, self._plan))
                 + '\nTotal %d MB allocated\nTotal 0 TempSpace resource requested\n'
-                % (total // (1 << 20)))
+                % (self._plan.total_bytes >> 20))
 
     def __repr__(self):
         return '<Executor %s @%s>' % (self._symbol.name or 'group', self._ctx)

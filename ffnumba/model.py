@@ -69,6 +69,21 @@ class _FeedForwardModule(Module):
         pass
 
 
+class _ByName:
+    """FeedForward's initializer convention for ``Module.init_params``, the one place that
+    initialises: ``init(name, arr)`` with the plain name, so MXNet's legacy name rules apply
+    (``upsampling*`` bilinear, ``stn_loc*``, the BatchNorm statistics by name)."""
+
+    def __init__(self, initializer):
+        self.initializer = initializer
+
+    def __call__(self, desc, arr):
+        with warnings.catch_warnings():
+            # the legacy by-name call is FeedForward's own convention
+            warnings.simplefilter('ignore', DeprecationWarning)
+            self.initializer(str(desc), arr)
+
+
 def _count_from_one(callbacks):
     """Batch-end callbacks that see ``nbatch`` counted from 1 (MXNet 1.x FeedForward)."""
     if callbacks is None:
@@ -256,31 +271,6 @@ class FeedForward:
                              'Received: %s' % type(eval_data).__name__)
         return eval_data
 
-    def _init_params(self, input_shapes, overwrite=False):
-        """Initialise the parameters by name, keeping the ones already given."""
-        from . import ndarray as nd
-        shapes = {d[0]: tuple(d[1]) for d in input_shapes}
-        arg_shapes, _, aux_shapes = self.symbol.infer_shape(**shapes)
-        arg_types, _, aux_types = self.symbol.infer_type(
-            **{d[0]: getattr(d, 'dtype', np.float32) for d in input_shapes})
-        arg_names = self.symbol.list_arguments()
-        aux_names = self.symbol.list_auxiliary_states()
-        param_names = [k for k in arg_names if k not in shapes]
-        arg_params = {k: nd.zeros(s, dtype=t) for k, s, t in zip(arg_names, arg_shapes, arg_types)
-                      if k in param_names}
-        aux_params = {k: nd.zeros(s, dtype=t) for k, s, t in zip(aux_names, aux_shapes, aux_types)}
-        for given, new in ((self.arg_params, arg_params), (self.aux_params, aux_params)):
-            for k, v in new.items():
-                if given and k in given and not overwrite:
-                    given[k].copyto(v)
-                else:
-                    with warnings.catch_warnings():
-                        # the legacy by-name call is FeedForward's own convention
-                        warnings.simplefilter('ignore', DeprecationWarning)
-                        self.initializer(k, v)
-        self.arg_params, self.aux_params = arg_params, aux_params
-        return arg_names, param_names, aux_names
-
     def _module(self, data_descs, label_descs, ctx, work_load_list=None, logger=None,
                 cls=Module, **kwargs):
         data_names = [d[0] for d in data_descs]
@@ -339,7 +329,6 @@ class FeedForward:
         if self.sym_gen is not None:
             self.symbol = self.sym_gen(data.default_bucket_key)
             self._check_arguments()
-        self._init_params(list(data.provide_data) + list(data.provide_label))
         if not isinstance(eval_metric, metric.EvalMetric):
             eval_metric = metric.create(eval_metric)
         if eval_end_callback is None:
@@ -353,8 +342,9 @@ class FeedForward:
                 batch_end_callback=_count_from_one(batch_end_callback), kvstore=kvstore,
                 optimizer=self.optimizer, optimizer_params=self.kwargs,
                 eval_end_callback=eval_end_callback,
-                eval_batch_end_callback=eval_batch_end_callback, arg_params=self.arg_params,
-                aux_params=self.aux_params, begin_epoch=self.begin_epoch,
+                eval_batch_end_callback=eval_batch_end_callback,
+                initializer=_ByName(self.initializer), arg_params=self.arg_params,
+                aux_params=self.aux_params, allow_missing=True, begin_epoch=self.begin_epoch,
                 num_epoch=self.num_epoch, monitor=monitor)
         self.arg_params, self.aux_params = mod.get_params()
         return self

@@ -27,7 +27,8 @@ LAYERS = [
     ('ops', ['ffnumba.ops', 'ffnumba.ops.*']),
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),
     ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer', 'ffnumba.symbol.infer_partial']),
-    ('executor', ['ffnumba._executor_bind', 'ffnumba._executor_run', 'ffnumba.executor']),
+    ('executor', ['ffnumba._memory_plan', 'ffnumba._executor_bind', 'ffnumba._executor_run',
+                  'ffnumba.executor']),
     ('symbol', ['ffnumba.symbol', 'ffnumba.symbol.*']),
     ('training parts', ['ffnumba.initializer', 'ffnumba.lr_scheduler', 'ffnumba.metric',
                         'ffnumba._metric_*', 'ffnumba.optimizer', 'ffnumba.optimizer.*', 'ffnumba.kvstore',
@@ -48,6 +49,7 @@ FORBIDDEN = [
     ('ffnumba.layers*', 'ffnumba.jit'),
     ('ffnumba.layers*', 'ffnumba.executor'),
     ('ffnumba.layers*', 'ffnumba._executor_bind'),
+    ('ffnumba.layers*', 'ffnumba._memory_plan'),
     # the graph layer computes no numbers and holds no arrays
     ('ffnumba.symbol.graph', 'ffnumba.ndarray*'),
     ('ffnumba.symbol.infer', 'ffnumba.ndarray*'),
@@ -248,3 +250,73 @@ def test_over_cap_allow_list_only_shrinks():
     counts = _line_counts()
     stale = {p: counts.get(p) for p, n in OVER_CAP.items() if counts.get(p, 0) <= MAX_LINES}
     assert stale == {}, 'these files fit the cap now; remove them from OVER_CAP: %s' % stale
+
+
+# ------------------------------------------------------------------ device branches
+#: The modules that may ask which device an array lives on (docs/architecture.md, "Who
+#: owns which fact"): the device vocabulary (``context``), the NDArray device primitives
+#: (``ndarray/``, see ``ndarray/_device.py``) and kernel-level code (the operators'
+#: kernels, the kernel infrastructure, the optimizers' kernel dispatch). Everything
+#: else moves values through the NDArray primitives.
+DEVICE_AWARE = ['ffnumba.context', 'ffnumba.ndarray', 'ffnumba.ndarray.*', 'ffnumba.ops',
+                'ffnumba.ops.*', 'ffnumba.jit', 'ffnumba.optimizer.kernels']
+
+_DEVICE_NAMES = {'gpu', 'cpu', 'cpu_pinned', 'cpu_shared'}
+_DEVICE_CALLS = {'copy_to_host', 'copy_to_device', 'to_device', 'device_array',
+                 'device_array_like', 'synchronize'}
+_DEVICE_FLAGS = {'is_gpu', '_is_gpu', '_gpu'}
+
+
+def device_branches(tree):
+    """``(line, what)`` for each place a module branches on the device or moves memory
+    between host and device by hand."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and \
+                all(isinstance(o, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) for o in node.ops):
+            # (``'gpu' in op.forward`` asks the registry, it does not branch on an array)
+            consts = [c.value for c in [node.left] + node.comparators
+                      if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            if _DEVICE_NAMES & set(consts):
+                out.append((node.lineno, 'compares with %r' % sorted(_DEVICE_NAMES & set(consts))))
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _DEVICE_CALLS | _DEVICE_FLAGS:
+                out.append((node.lineno, '.%s' % node.attr))
+            elif isinstance(node.value, ast.Name) and node.value.id == 'cuda':
+                out.append((node.lineno, 'cuda.%s' % node.attr))
+        elif isinstance(node, ast.Name) and node.id in _DEVICE_FLAGS:
+            out.append((node.lineno, node.id))
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.split('.')[0] == 'numba' and \
+                ('cuda' in node.module.split('.') or any(a.name == 'cuda' for a in node.names)):
+            out.append((node.lineno, 'imports numba.cuda'))
+        elif isinstance(node, ast.Import) and any(a.name.startswith('numba.cuda')
+                                                  for a in node.names):
+            out.append((node.lineno, 'imports numba.cuda'))
+    return sorted(out)
+
+
+def test_device_branches_only_in_device_aware_modules():
+    bad = []
+    for mod, path in sorted(_modules().items()):
+        if any(fnmatch.fnmatchcase(mod, p) for p in DEVICE_AWARE):
+            continue
+        with open(path, encoding='utf-8') as f:
+            tree = ast.parse(f.read(), path)
+        bad += ['%s:%d %s' % (mod, line, what) for line, what in device_branches(tree)]
+    assert bad == [], ('device branches outside %s (use the NDArray device primitives of '
+                       'ndarray/_device.py): %s' % (DEVICE_AWARE, bad))
+
+
+def test_device_branch_finder_finds_branches():
+    src = ("if a.context.device_type == 'gpu':\n    x = a._data.copy_to_host()\n"
+           "from numba import cuda\ny = cuda.to_device(x)\nz = _is_gpu(ctx)\n")
+    found = [what for _, what in device_branches(ast.parse(src))]
+    assert found == ["compares with ['gpu']", '.copy_to_host', 'imports numba.cuda',
+                     '.to_device', '_is_gpu']
+
+
+def test_docs_name_the_device_aware_modules():
+    with open(DOC, encoding='utf-8') as f:
+        text = f.read()
+    assert all('`%s`' % p in text for p in DEVICE_AWARE), DEVICE_AWARE

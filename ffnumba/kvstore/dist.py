@@ -267,7 +267,7 @@ class DistKVStore(KVStore):
         off = 0
         for (k, _), h in zip(pairs, hosts):
             n = h.nbytes
-            self._store[k]._set(flat[off:off + n].view(h.dtype).reshape(h.shape))
+            self._store[k]._copy_from(flat[off:off + n].view(h.dtype).reshape(h.shape))
             off += n
 
     # ----------------------------------------------------------------- push
@@ -337,7 +337,7 @@ class DistKVStore(KVStore):
         for dt, _, members, send, recv in plan:
             for i, off, n in members:
                 src = locals_[i]
-                host = src.handle if src.context.device_type != 'gpu' else src.asnumpy()
+                host = src._host()
                 np.copyto(send[off:off + n], host.reshape(-1), casting='unsafe')
             if dt == np.float16:     # MPI has no float16 sum: gather, add in float32 below
                 reqs.append(self._data_comm.Iallgather(send.view(np.uint16),
@@ -358,11 +358,7 @@ class DistKVStore(KVStore):
 
     @staticmethod
     def _as_nd(total, stored):
-        from ..ndarray import NDArray, array
-        sdt = stored.handle.dtype
-        if stored.context.device_type != 'gpu':
-            return NDArray(total if total.dtype == sdt else total.astype(sdt), stored.context)
-        return array(total, ctx=stored.context, dtype=sdt)
+        return stored._from_host(total, stored.context, stored.handle.dtype)
 
     def _apply(self, k, merged):
         stored = self._store[k]

@@ -234,7 +234,7 @@ class AsyncDistKVStore(KVStoreBase):
             if host is None:
                 raise FFError('KVStore.pull: key %r has not been initialized' % (k,))
             for o in outs:
-                o._set(host)
+                o._copy_from(host)
 
     def pushpull(self, key, value, out=None, priority=0):
         """``push(key, value)`` then ``pull(key, out)`` (into ``value`` if ``out`` is None)."""

@@ -21,10 +21,7 @@ def _copy_into(dst, src):
     if dst.shape != src.shape:
         raise FFError('KVStore: shape mismatch, stored value %s, output %s'
                       % (src.shape, dst.shape))
-    if dst.context.device_type != 'gpu' and src.context.device_type != 'gpu':
-        dst.handle[...] = src.handle
-    else:
-        src.copyto(dst)
+    dst._copy_from(src)
 
 
 class KVStore(KVStoreBase):
@@ -80,30 +77,29 @@ class KVStore(KVStoreBase):
 
     # ------------------------------------------------------------ push/pull
     def _reduce(self, k, vals, stored):
-        """Sum ``vals`` into an NDArray on the store's context."""
-        from ..ndarray import NDArray
+        """Sum ``vals`` into an NDArray on the store's context.
+
+        The sum goes into one buffer per key, reused by every push (no
+        allocation per push on the CPU); a single value already in the
+        store's memory is handed to the updater as it is.
+        """
+        from ..ndarray import zeros
         if self._compression is not None:
             vals = [self._compress(k, i, v) for i, v in enumerate(vals)]
-        cpu = stored.context.device_type != 'gpu'
-        if cpu and all(v.context.device_type != 'gpu' for v in vals):
-            if len(vals) == 1 and self._updater is not None:
-                return vals[0]
-            buf = self._buf.get(k)
-            if buf is None or buf.shape != stored.shape or buf.dtype != stored.handle.dtype:
-                buf = np.empty(stored.shape, stored.handle.dtype)
-                self._buf[k] = buf
-            for v in vals:
-                if v.shape != stored.shape:
-                    raise FFError('KVStore.push: key %r has shape %s but a pushed value has '
-                                  'shape %s' % (k, stored.shape, v.shape))
-            np.copyto(buf, vals[0].handle)
-            for v in vals[1:]:
-                np.add(buf, v.handle, out=buf)
-            return NDArray(buf, stored.context)
-        total = vals[0].as_in_context(stored.context).copy()
+        for v in vals:
+            if v.shape != stored.shape:
+                raise FFError('KVStore.push: key %r has shape %s but a pushed value has '
+                              'shape %s' % (k, stored.shape, v.shape))
+        if len(vals) == 1 and self._updater is not None and vals[0]._usable_on(stored.context):
+            return vals[0]
+        buf = self._buf.get(k)
+        if buf is None or buf.shape != stored.shape or buf.dtype != stored.dtype:
+            buf = zeros(stored.shape, stored.context, stored.dtype)
+            self._buf[k] = buf
+        buf._copy_from(vals[0])
         for v in vals[1:]:
-            total += v.as_in_context(stored.context)
-        return total
+            buf._add_from(v)
+        return buf
 
     def push(self, key, value, priority=0):
         """Sum ``value`` (one NDArray per device) into ``key``.

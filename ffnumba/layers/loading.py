@@ -94,7 +94,7 @@ def load_model(filepath, compile=True):  # noqa: A002 (Keras' name)
     model._pending = ({k[4:]: v for k, v in loaded.items() if k.startswith('arg:')},
                       {k[4:]: v for k, v in loaded.items() if k.startswith('aux:')})
     states = os.path.join(filepath, 'optimizer.states')
-    if compile and os.path.isfile(states):
-        with open(states, 'rb') as f:
-            model._pending_states = f.read()
+    if compile and os.path.isfile(states):   # the one .states reader (checkpoint)
+        from .. import checkpoint
+        model._pending_states = checkpoint.read_states(states, 'load_model')
     return model

@@ -241,6 +241,7 @@ class WeightsMixin:
             When ``filepath`` exists and ``overwrite`` is False.
         """
         from .. import ndarray as nd
+        from .. import checkpoint
         filepath = os.fspath(filepath).rstrip('/\\')
         if os.path.exists(filepath) and not overwrite:
             raise FFError('%s.save: %s exists (overwrite=False)' % (self._display_name(),
@@ -260,12 +261,11 @@ class WeightsMixin:
             data.update({'aux:%s' % k: v for k, v in aux.items()})
             nd.save(os.path.join(tmp, 'model.params'), data)
             mod = self._module
+            states = os.path.join(tmp, 'optimizer.states')   # the one .states writer
             if include_optimizer and mod is not None and mod.optimizer_initialized:
-                with open(os.path.join(tmp, 'optimizer.states'), 'wb') as f:
-                    f.write(self._optimizer_states())
+                checkpoint.save_states(states, self._optimizer_states())
             elif include_optimizer and self._pending_states is not None:
-                with open(os.path.join(tmp, 'optimizer.states'), 'wb') as f:
-                    f.write(self._pending_states)
+                checkpoint.save_states(states, self._pending_states)
             old = None
             if os.path.exists(filepath):
                 old = '%s.old-%d' % (filepath, os.getpid())

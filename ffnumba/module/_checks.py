@@ -81,10 +81,7 @@ def _copy_param(name, src, dst):
     if tuple(src.shape) != dst.shape:
         raise ShapeError('Module: parameter %s has shape %s, the module needs %s'
                          % (name, tuple(src.shape), dst.shape))
-    if isinstance(src, NDArray):
-        src.copyto(dst)
-    else:
-        dst[:] = src
+    dst._copy_from(src)
 
 
 def _check_batch(data_batch, data_names):

@@ -16,6 +16,8 @@ import numpy as np
 
 from ..base import FFError, ShapeError, get_logger
 from ._checks import per_device_groups
+from ..ndarray._device import host_compute
+from ..ndarray.ndarray import NDArray
 from ..blas_threads import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
 
 __all__ = ['DataParallelExecutorGroup', '_split_input_slice']
@@ -86,10 +88,10 @@ def _pool(n):
 
 
 def _host(x):
-    """A numpy view of an NDArray on the CPU, or the array itself."""
+    """Host values of an NDArray (its storage on the CPU, no copy) or of an array-like."""
     from ..ndarray import NDArray
     if isinstance(x, NDArray):
-        return x.handle if x.context.device_type != 'gpu' else x.asnumpy()
+        return x._host()
     return np.asarray(x)
 
 
@@ -109,10 +111,7 @@ def _load(src, dst, axis, slc, name):
         raise ShapeError('Executor group: input %r has shape %s for this device but the '
                          'executor was bound with %s; call reshape or bind with the new shapes'
                          % (name, part.shape, dst.shape))
-    if dst.context.device_type != 'gpu':
-        dst.handle[...] = part
-    else:
-        dst._set(part)
+    dst._copy_from(part)
 
 
 def _batch_axis(desc):
@@ -124,14 +123,10 @@ def _batch_axis(desc):
 
 def _merge(per_device, axis):
     """Concatenate one output's per-device arrays along ``axis``."""
-    from ..ndarray import NDArray, concatenate
     if len(per_device) == 1 or axis < 0:
         return per_device[0]
-    if all(t.context.device_type != 'gpu' for t in per_device):
-        return NDArray(np.concatenate([t.handle for t in per_device], axis=axis),
-                       per_device[0].context)
     ctx = per_device[0].context
-    return concatenate([t.as_in_context(ctx) for t in per_device], axis=axis)
+    return NDArray._from_host(np.concatenate([t._host() for t in per_device], axis=axis), ctx)
 
 
 def _merge_multi_context(outputs, major_axis):
@@ -381,11 +376,7 @@ class DataParallelExecutorGroup:
                     for w in block[1:]:
                         val = val + _host(w)
                     val = val / len(block)
-                target = dst[name]
-                if target.context.device_type != 'gpu':
-                    target.handle[...] = val
-                else:
-                    target._set(val)
+                dst[name]._copy_from(val)
 
     # ----------------------------------------------------------- compute
     def _run(self, fn):
@@ -403,7 +394,7 @@ class DataParallelExecutorGroup:
             for i in range(n):
                 fn(i)
             self._warm = True
-            if all(c.device_type != 'gpu' for c in self.contexts):
+            if all(host_compute(c) for c in self.contexts):
                 cap = _blas_thread_cap(n)
                 if cap is not None:
                     _limit_blas_threads(cap)
@@ -563,10 +554,8 @@ class DataParallelExecutorGroup:
             else:
                 labels_slice = []
                 for label, axis in zip(labels, self.label_layouts or [0] * len(labels)):
-                    if axis == 0 and isinstance(label, NDArray) and label.context.device_type \
-                            != 'gpu':
-                        labels_slice.append(NDArray(label.handle[self.slices[i]],
-                                                    label.context))
+                    if axis >= 0 and isinstance(label, NDArray):
+                        labels_slice.append(label._host_slice(axis, self.slices[i]))
                     elif axis >= 0:
                         labels_slice.append(NDArray(np.ascontiguousarray(
                             _take(_host(label), axis, self.slices[i]))))

@@ -181,13 +181,8 @@ class SVRGModule(Module):
                     continue
                 snap = aux_g.grad_arrays[index][k]
                 mu = self._param_dict[k][name]
-                if cur.context.device_type != 'gpu':
-                    h = cur.handle
-                    h -= snap.handle
-                    h += mu.handle
-                else:
-                    cur[:] = (cur - snap.as_in_context(cur.context)
-                              + mu.as_in_context(cur.context)).asnumpy()
+                cur._add_from(snap, sign=-1)
+                cur._add_from(mu)
 
     def update(self):
         """Apply the SVRG gradient rule, then the normal update."""

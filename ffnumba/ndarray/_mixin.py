@@ -34,7 +34,7 @@ __all__ = ['NDArrayMixin', 'FLUENT']
 FLUENT = frozenset((
     'reshape_like', 'broadcast_axes', 'repeat', 'pad', 'swapaxes', 'split', 'split_v2',
     'slice', 'slice_axis', 'slice_like', 'take', 'one_hot', 'pick', 'sort', 'topk',
-    'argsort', 'argmax_channel', 'argmin', 'clip', 'abs', 'sign', 'shape_array',
+    'argsort', 'argmax_channel', 'clip', 'abs', 'sign', 'shape_array',
     'size_array', 'tile', 'transpose', 'flip', 'depth_to_space', 'space_to_depth', 'diag',
     'nansum', 'prod', 'nanprod', 'round', 'rint', 'fix', 'floor', 'ceil', 'trunc', 'sin',
     'cos', 'tan', 'arcsin', 'arccos', 'arctan', 'degrees', 'radians', 'sinh', 'cosh', 'tanh',

@@ -8,8 +8,9 @@ on a GPU it runs through the host for now (kernels never do).
 import numpy as np
 
 from ..base import DTypeError, FFError, ParamError, ShapeError
-from ..context import Context, current_context, check_device
+from ..context import Context, current_context
 from ..dtype import np_dtype
+from ._device import DeviceMixin, _to_device
 from ._mixin import NDArrayMixin
 
 __all__ = ['NDArray', 'array', 'zeros', 'ones', 'empty', 'full', 'arange', 'concat',
@@ -23,18 +24,13 @@ class NDArrayIndexError(FFError, IndexError):
     """An index out of an NDArray's range (also an ``IndexError``, as numpy's)."""
 
 
-def _to_device(host, ctx):
-    check_device(ctx)
-    from numba import cuda
-    with cuda.gpus[ctx.device_id]:
-        return cuda.to_device(np.ascontiguousarray(host))
-
-
-class NDArray(NDArrayMixin):
+class NDArray(NDArrayMixin, DeviceMixin):
     """An n-dimensional array on a context.
 
     Build one with :func:`array`, :func:`zeros` and friends rather than the
-    constructor.
+    constructor. The device primitives the executor, kvstores and optimizers
+    use (``_host``, ``_copy_from``, ``_add_from``, ``_fill``, ...) come from
+    :class:`~ffnumba.ndarray._device.DeviceMixin`.
 
     Parameters
     ----------

@@ -120,7 +120,7 @@ def _invoke(fname, op, args, kwargs):
                           % (fname, n, a.context, in_names[0], ctx))
     nargs = len(arg_names)
     shapes = [a.shape for a in inputs]
-    got_s = op.infer_shape(p, shapes[:nargs], shapes[nargs:])
+    got_s = op.infer_shape(p, shapes[:nargs], shapes[nargs:], [None] * len(op.list_outputs(p)))
     for n, given, inferred in zip(in_names, shapes, list(got_s[0]) + list(got_s[2])):
         if inferred is not None and tuple(inferred) != given:
             raise ShapeError('%s: input `%s` has shape %s; expected %s'

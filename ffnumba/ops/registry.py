@@ -23,12 +23,21 @@ numba ``DeviceNDArray``. ``ctx`` is an :class:`OpContext`.
 
 Shape contract
 --------------
-``infer_shape(p, in_shapes, aux_shapes) -> (in_shapes, out_shapes, aux_shapes)``
-where an unknown shape is ``None``. It fills what it can (both directions,
-e.g. a FullyConnected weight from its data) and raises
+``infer_shape(p, in_shapes, aux_shapes, out_shapes) -> (in_shapes, out_shapes, aux_shapes)``,
+one signature for every operator: ``in_shapes`` / ``aux_shapes`` hold one
+shape per argument / auxiliary state and ``out_shapes`` one per visible
+output, ``None`` where unknown (the imperative ``ff.nd`` path passes
+``[None] * n``). It fills what it can in both directions (a FullyConnected
+weight from its data, an elementwise input from its output; an op that
+infers nothing from its outputs ignores ``out_shapes``) and raises
 :class:`~ffnumba.base.ShapeError` with a plain message on a conflict; the
 inference pass prefixes ``Error in operator <node>:``.
+``tests/ops/test_registry.py`` keeps every operator on this signature.
+
+``infer_type(p, in_types, aux_types) -> (in_types, out_types, aux_types)``
+likewise, with numpy dtypes.
 """
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -39,7 +48,13 @@ from .params import NoParams
 from ._empty import guard_empty
 
 __all__ = ['OpDef', 'OpContext', 'register_op', 'get_op', 'list_ops', 'gpu_missing',
-           'assign', 'same_shape', 'same_type', 'shape_assign', 'FLOAT_TYPES']
+           'assign', 'same_shape', 'same_type', 'shape_assign', 'FLOAT_TYPES',
+           'INFER_SHAPE_ARGS', 'INFER_TYPE_ARGS']
+
+#: The one signature of ``OpDef.infer_shape`` (see "Shape contract" above).
+INFER_SHAPE_ARGS = ('p', 'in_shapes', 'aux_shapes', 'out_shapes')
+#: The one signature of ``OpDef.infer_type``.
+INFER_TYPE_ARGS = ('p', 'in_types', 'aux_types')
 
 _OPS = {}
 _ALIASES = {}
@@ -128,10 +143,14 @@ class OpDef:
         inference then raises :class:`~ffnumba.base.DTypeError` naming the
         input and its dtype, instead of letting an int or bool array reach
         float kernels (a numba typing error or silently truncated numbers).
-    backward_reads : tuple of {'inputs', 'outputs'} or callable(p) -> tuple, default both
-        Which forward values the backward reads. The training executor keeps
-        those of every node whose backward runs and shares the buffers of the
-        rest as in inference (``()``: the backward needs neither, e.g. a copy).
+    backward_reads : tuple of str or callable(p) -> tuple, default ('inputs', 'outputs')
+        Which forward values the backward reads: ``'inputs'`` (every argument),
+        ``'outputs'`` (every visible output), or single argument and output
+        names (``('label', 'output')``). The training executor keeps those of
+        every node whose backward runs and shares the buffers of the rest
+        (``()``: the backward needs neither, e.g. a copy). An op built on
+        ``templates.make_unary`` declares it from its ``grad_uses``. Each
+        declaration is checked by ``OpCase.test_backward_reads``.
     passes_gradient : bool, default True
         False for an op whose inputs get no gradient (``BlockGrad``): the
         executor runs no backward through it, nor above it on its account.
@@ -169,6 +188,10 @@ class OpDef:
             self.infer_type = _float_checked(self, self.infer_type)
         if self.hint is None:
             self.hint = self.name.lower()
+        if self.backward_reads == ('inputs', 'outputs'):
+            # a kernel template that knows what it reads (templates.make_unary) says so
+            self.backward_reads = getattr(self.backward.get('cpu'), 'backward_reads',
+                                          self.backward_reads)
 
     def parse_params(self, kwargs):
         """Typed params from user kwargs or JSON attr strings."""
@@ -207,14 +230,28 @@ def _float_checked(op, infer_type):
     return infer
 
 
+def _positional_arity(fn):
+    """How many positional parameters ``fn`` takes, or None if one has a default or it
+    takes ``*args`` / ``**kwargs`` (then two call forms would fit it)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
+           or q.default is not q.empty for q in params):
+        return None
+    return len(params)
+
+
 def register_op(op):
     """Add ``op`` to the registry, checking the declaration.
 
     Raises
     ------
     FFError
-        On a duplicate name, a param without a doc line, or a device with a
-        forward but no backward.
+        On a duplicate name, a param without a doc line, a device with a
+        forward but no backward, or an ``infer_shape`` that does not take
+        exactly the four positional parameters of :data:`INFER_SHAPE_ARGS`.
     """
     names = (op.name,) + tuple(op.aliases)
     for n in names:
@@ -228,9 +265,22 @@ def register_op(op):
                       % (op.name, sorted(op.forward), sorted(op.backward)))
     if 'cpu' not in op.forward:
         raise FFError('register_op: %s has no CPU implementation' % op.name)
-    if not callable(op.backward_reads) and not set(op.backward_reads) <= {'inputs', 'outputs'}:
-        raise FFError("register_op: %s backward_reads must name 'inputs' and/or 'outputs'. "
-                      'Received: %r' % (op.name, op.backward_reads))
+    if _positional_arity(op.infer_shape) != len(INFER_SHAPE_ARGS):
+        raise FFError('register_op: %s infer_shape must take exactly (%s), no defaults. '
+                      'Received: %s' % (op.name, ', '.join(INFER_SHAPE_ARGS), op.infer_shape))
+    if not callable(op.backward_reads):
+        known = {'inputs', 'outputs'}
+        if not callable(op.arguments):
+            known.update(op.arguments)
+        if not callable(op.outputs):
+            known.update(op.outputs)
+        if isinstance(op.backward_reads, str) or not all(
+                isinstance(r, str) for r in op.backward_reads) or (
+                not callable(op.arguments) and not callable(op.outputs)
+                and not set(op.backward_reads) <= known):
+            raise FFError("register_op: %s backward_reads must name 'inputs', 'outputs' or "
+                          'arguments and outputs of the op (%s). Received: %r'
+                          % (op.name, sorted(known), op.backward_reads))
     for cname in {op.variadic, 'num_args', 'num_outputs'} - {None}:
         count = op.params._fields.get(cname)
         if count is not None and count.kind is int and count.high is None:
@@ -322,16 +372,17 @@ def shape_assign(shapes, i, shape, what):
                          % (what, list(shapes[i]), shape))
 
 
-def same_shape(p, in_shapes, aux_shapes, names=None):
-    """Inference for ops whose inputs and single output share one shape.
+def same_shape(p, in_shapes, aux_shapes, out_shapes):
+    """``infer_shape`` of ops whose inputs and single output share one shape.
 
     Parameters
     ----------
     p : Params
-        Unused (the infer_shape signature).
-    in_shapes, aux_shapes : list of tuple or None
-    names : list of str, optional
-        Input names for messages (default ``input 0``, ``input 1`` ...).
+        Unused.
+    in_shapes, aux_shapes, out_shapes : list of tuple or None
+        See the module docstring; the first known input gives every other
+        input and the output, or, with no input known, the known output gives
+        them (elementwise: the output's shape is the inputs').
 
     Returns
     -------
@@ -340,13 +391,16 @@ def same_shape(p, in_shapes, aux_shapes, names=None):
     Raises
     ------
     ShapeError
-        When two known inputs differ (see :func:`shape_assign`).
+        When two known inputs differ (see :func:`shape_assign`; a single input
+        is named ``data``, several ``arg0``, ``arg1``, ... as ``add_n``'s).
     """
-    known = next((s for s in in_shapes if s is not None), None)
     ins = list(in_shapes)
+    known = next((s for s in ins if s is not None), None)
+    if known is None and out_shapes and out_shapes[0] is not None:
+        known = tuple(out_shapes[0])
     if known is not None:
         for i in range(len(ins)):
-            shape_assign(ins, i, known, names[i] if names else 'input %d' % i)
+            shape_assign(ins, i, known, 'data' if len(ins) == 1 else 'arg%d' % i)
     return ins, [known], list(aux_shapes)
 
 

@@ -133,6 +133,9 @@ def make_unary(f, df, grad_uses='input', scalars=None):
         bwd_gpu.launch(v.size, v, _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add', a, b)
 
     forward.kernels = (fwd_cpu, bwd_cpu)
+    # the one value the backward reads: the op's OpDef takes it as its backward_reads
+    backward.backward_reads = backward_gpu.backward_reads = \
+        ('outputs',) if use_out else ('inputs',)
     return {'cpu': forward, 'gpu': forward_gpu}, {'cpu': backward, 'gpu': backward_gpu}
 
 

@@ -21,56 +21,64 @@ import math
 from numba import njit
 
 from .base import Optimizer, register, check_unit, check_nonneg, as_nd, _zeros
-from .kernels import clip, make_update
+from .kernels import clip, hp_record, make_update
 
 __all__ = ['Adam', 'Adamax', 'Nadam', 'FTML']
 
 
-# hp = (lr, wd, rescale_grad, clip_gradient, beta1, beta2, ...)
+# hyper-parameter records (kernels.hp_record): the steps read them by name
+_COMMON = 'lr wd rescale_grad clip_gradient beta1 beta2'
+AdamHP = hp_record('AdamHP', _COMMON + ' epsilon')
+AdamaxHP = hp_record('AdamaxHP', _COMMON)
+# mu_t, mu_t1: momentum schedule now and next; one_m_schedule = 1 - M_t,
+# one_m_next = 1 - M_t mu_t1, c2 = 1 - b2^t
+NadamHP = hp_record('NadamHP', _COMMON + ' epsilon mu_t mu_t1 one_m_schedule one_m_next c2')
+# c1 = 1 - b1^t, c2 = 1 - b2^t
+FTMLHP = hp_record('FTMLHP', _COMMON + ' epsilon c1 c2')
+
+
 @njit
 def _adam_step(w, g, m, v, c, hp):
-    gg = clip(hp[2] * g + hp[1] * w, hp[3])
-    b1, b2 = hp[4], hp[5]
+    gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
+    b1, b2 = hp.beta1, hp.beta2
     m = b1 * m + (1.0 - b1) * gg
     v = b2 * v + (1.0 - b2) * gg * gg
-    return w - hp[0] * m / (math.sqrt(v) + hp[6]), g, m, v, c
+    return w - hp.lr * m / (math.sqrt(v) + hp.epsilon), g, m, v, c
 
 
 @njit
 def _adamax_step(w, g, m, u, c, hp):
-    gg = clip(hp[2] * g + hp[1] * w, hp[3])
-    b1 = hp[4]
+    gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
+    b1 = hp.beta1
     m = b1 * m + (1.0 - b1) * gg
-    u = max(hp[5] * u, abs(gg))
-    return w - hp[0] * m / u, g, m, u, c
+    u = max(hp.beta2 * u, abs(gg))
+    return w - hp.lr * m / u, g, m, u, c
 
 
-# hp = (lr, wd, r, clip, b1, b2, eps, mu_t, mu_t1, 1 - M_t, 1 - M_t mu_t1, 1 - b2^t)
 @njit
 def _nadam_step(w, g, m, v, c, hp):
-    gg = clip(hp[2] * g + hp[1] * w, hp[3])
-    b1, b2 = hp[4], hp[5]
+    gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
+    b1, b2 = hp.beta1, hp.beta2
     m = b1 * m + (1.0 - b1) * gg
     v = b2 * v + (1.0 - b2) * gg * gg
-    mbar = (1.0 - hp[7]) * (gg / hp[9]) + hp[8] * (m / hp[10])
-    return w - hp[0] * mbar / (math.sqrt(v / hp[11]) + hp[6]), g, m, v, c
+    mbar = (1.0 - hp.mu_t) * (gg / hp.one_m_schedule) + hp.mu_t1 * (m / hp.one_m_next)
+    return w - hp.lr * mbar / (math.sqrt(v / hp.c2) + hp.epsilon), g, m, v, c
 
 
-# hp = (lr, wd, r, clip, b1, b2, eps, 1 - b1^t, 1 - b2^t)
 @njit
 def _ftml_step(w, g, d, v, z, hp):
-    gg = clip(hp[2] * g + hp[1] * w, hp[3])
-    b1, b2 = hp[4], hp[5]
+    gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
+    b1, b2 = hp.beta1, hp.beta2
     v = b2 * v + (1.0 - b2) * gg * gg
-    dt = hp[7] / hp[0] * (math.sqrt(v / hp[8]) + hp[6])
+    dt = hp.c1 / hp.lr * (math.sqrt(v / hp.c2) + hp.epsilon)
     z = b1 * z + (1.0 - b1) * gg - (dt - b1 * d) * w
     return -z / dt, g, dt, v, z
 
 
-_ADAM = make_update(_adam_step, 'Adam')
-_ADAMAX = make_update(_adamax_step, 'Adamax')
-_NADAM = make_update(_nadam_step, 'Nadam')
-_FTML = make_update(_ftml_step, 'FTML')
+_ADAM = make_update(_adam_step, 'Adam', AdamHP)
+_ADAMAX = make_update(_adamax_step, 'Adamax', AdamaxHP)
+_NADAM = make_update(_nadam_step, 'Nadam', NadamHP)
+_FTML = make_update(_ftml_step, 'FTML', FTMLHP)
 
 
 class _Betas(Optimizer):
@@ -119,8 +127,8 @@ class Adam(_Betas):
     def update(self, index, weight, grad, state):
         weight, grad, lr, wd, t = self._begin(index, weight, grad)
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
-        _ADAM(weight, grad, state, (lr, wd, self.rescale_grad, self._clip(), self.beta1,
-                                    self.beta2, self.epsilon))
+        _ADAM(weight, grad, state, **self._hp(lr, wd, beta1=self.beta1, beta2=self.beta2,
+                                             epsilon=self.epsilon))
 
 
 @register
@@ -147,8 +155,7 @@ class Adamax(_Betas):
     def update(self, index, weight, grad, state):
         weight, grad, lr, wd, t = self._begin(index, weight, grad)
         lr /= 1.0 - self.beta1 ** t
-        _ADAMAX(weight, grad, state, (lr, wd, self.rescale_grad, self._clip(), self.beta1,
-                                      self.beta2))
+        _ADAMAX(weight, grad, state, **self._hp(lr, wd, beta1=self.beta1, beta2=self.beta2))
 
 
 @register
@@ -186,10 +193,10 @@ class Nadam(_Betas):
         mu_t1 = self.beta1 * (1.0 - 0.5 * pow(0.96, (t + 1) * self.schedule_decay))
         self.m_schedule = self.m_schedule * mu_t
         m_next = self.m_schedule * mu_t1
-        _NADAM(weight, grad, state, (lr, wd, self.rescale_grad, self._clip(), self.beta1,
-                                     self.beta2, self.epsilon, mu_t, mu_t1,
-                                     1.0 - self.m_schedule, 1.0 - m_next,
-                                     1.0 - pow(self.beta2, t)))
+        _NADAM(weight, grad, state, **self._hp(
+            lr, wd, beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, mu_t=mu_t,
+            mu_t1=mu_t1, one_m_schedule=1.0 - self.m_schedule, one_m_next=1.0 - m_next,
+            c2=1.0 - pow(self.beta2, t)))
 
     def _extra_state(self):
         return {'m_schedule': self.m_schedule}
@@ -220,6 +227,6 @@ class FTML(_Betas):
 
     def update(self, index, weight, grad, state):
         weight, grad, lr, wd, t = self._begin(index, weight, grad)
-        _FTML(weight, grad, state, (lr, wd, self.rescale_grad, self._clip(), self.beta1,
-                                    self.beta2, self.epsilon, 1.0 - self.beta1 ** t,
-                                    1.0 - self.beta2 ** t))
+        _FTML(weight, grad, state, **self._hp(lr, wd, beta1=self.beta1, beta2=self.beta2,
+                                              epsilon=self.epsilon, c1=1.0 - self.beta1 ** t,
+                                              c2=1.0 - self.beta2 ** t))

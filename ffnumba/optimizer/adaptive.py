@@ -23,69 +23,73 @@ import numpy as np
 from numba import njit
 
 from .base import Optimizer, register, check_unit, check_nonneg, as_nd, _zeros
-from .kernels import clip, make_update
+from .kernels import clip, hp_record, make_update
 
 __all__ = ['AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl']
 
 
-# hp = (lr, wd, rescale_grad, clip_gradient, ...)
+# hyper-parameter records (kernels.hp_record): the steps read them by name
+_COMMON = 'lr wd rescale_grad clip_gradient'
+AdaGradHP = hp_record('AdaGradHP', _COMMON + ' epsilon')
+RMSPropHP = hp_record('RMSPropHP', _COMMON + ' gamma1 gamma2 epsilon clip_weights')
+AdaDeltaHP = hp_record('AdaDeltaHP', 'wd rescale_grad clip_gradient rho epsilon')
+FtrlHP = hp_record('FtrlHP', _COMMON + ' lamda1 beta')
+
+
 @njit
 def _adagrad_step(w, g, h, b, c, hp):
-    gg = clip(hp[2] * g, hp[3])
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     h = h + gg * gg
-    return w + (gg / math.sqrt(h + hp[4]) + w * hp[1]) * -hp[0], g, h, b, c
+    return w + (gg / math.sqrt(h + hp.epsilon) + w * hp.wd) * -hp.lr, g, h, b, c
 
 
-# hp = (lr, wd, r, clip, gamma1, gamma2, epsilon, clip_weights)
 @njit
 def _rmsprop_step(w, g, n, b, c, hp):
-    gg = clip(hp[2] * g + hp[1] * w, hp[3])
-    n = (1.0 - hp[4]) * gg * gg + hp[4] * n
-    return clip(w - hp[0] * gg / math.sqrt(n + hp[6]), hp[7]), g, n, b, c
+    gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
+    n = (1.0 - hp.gamma1) * gg * gg + hp.gamma1 * n
+    return clip(w - hp.lr * gg / math.sqrt(n + hp.epsilon), hp.clip_weights), g, n, b, c
 
 
 @njit
 def _rmsprop_centered_step(w, g, n, gm, d, hp):
-    g1 = hp[4]
-    gg = clip(hp[2] * g + hp[1] * w, hp[3])
+    g1 = hp.gamma1
+    gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
     n = (1.0 - g1) * gg * gg + g1 * n
     gm = (1.0 - g1) * gg + g1 * gm
-    d = hp[5] * d - hp[0] * (gg / math.sqrt(n - gm * gm + hp[6]))
-    return clip(w + d, hp[7]), g, n, gm, d
+    d = hp.gamma2 * d - hp.lr * (gg / math.sqrt(n - gm * gm + hp.epsilon))
+    return clip(w + d, hp.clip_weights), g, n, gm, d
 
 
-# hp = (wd, r, clip, rho, epsilon)
 @njit
 def _adadelta_step(w, g, acc_g, acc_d, c, hp):
-    gs = hp[1] * g
-    gg = clip(gs, hp[2])
-    rho = hp[3]
+    gs = hp.rescale_grad * g
+    gg = clip(gs, hp.clip_gradient)
+    rho = hp.rho
     acc_g = rho * acc_g + (1.0 - rho) * gg * gg
-    delta = math.sqrt(acc_d + hp[4]) / math.sqrt(acc_g + hp[4]) * gg
+    delta = math.sqrt(acc_d + hp.epsilon) / math.sqrt(acc_g + hp.epsilon) * gg
     acc_d = rho * acc_d + (1.0 - rho) * delta * delta
-    return w - (delta + hp[0] * w), gs, acc_g, acc_d, c
+    return w - (delta + hp.wd * w), gs, acc_g, acc_d, c
 
 
-# hp = (lr, wd, r, clip, lamda1, beta)
 @njit
 def _ftrl_step(w, g, z, n, c, hp):
-    lr, lam = hp[0], hp[4]
-    gg = clip(hp[2] * g, hp[3])
+    lr, lam = hp.lr, hp.lamda1
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     z = z + gg - (math.sqrt(n + gg * gg) - math.sqrt(n)) * w / lr
     n = n + gg * gg
     if abs(z) > lam:
         s = 1.0 if z > 0.0 else -1.0
-        w = (s * lam - z) / ((hp[5] + math.sqrt(n)) / lr + hp[1])
+        w = (s * lam - z) / ((hp.beta + math.sqrt(n)) / lr + hp.wd)
     else:
         w = 0.0 * w
     return w, g, z, n, c
 
 
-_ADAGRAD = make_update(_adagrad_step, 'AdaGrad')
-_RMSPROP = make_update(_rmsprop_step, 'RMSProp')
-_RMSPROP_C = make_update(_rmsprop_centered_step, 'RMSProp')
-_ADADELTA = make_update(_adadelta_step, 'AdaDelta')
-_FTRL = make_update(_ftrl_step, 'Ftrl')
+_ADAGRAD = make_update(_adagrad_step, 'AdaGrad', AdaGradHP)
+_RMSPROP = make_update(_rmsprop_step, 'RMSProp', RMSPropHP)
+_RMSPROP_C = make_update(_rmsprop_centered_step, 'RMSProp', RMSPropHP)
+_ADADELTA = make_update(_adadelta_step, 'AdaDelta', AdaDeltaHP)
+_FTRL = make_update(_ftrl_step, 'Ftrl', FtrlHP)
 
 
 def _f32(weight):
@@ -119,8 +123,7 @@ class AdaGrad(Optimizer):
         weight, grad = as_nd(weight), as_nd(grad)
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
-        _ADAGRAD(weight, grad, (state,), (lr, wd, self.rescale_grad, self._clip(),
-                                          self.float_stable_eps))
+        _ADAGRAD(weight, grad, (state,), **self._hp(lr, wd, epsilon=self.float_stable_eps))
 
 
 @register
@@ -164,9 +167,9 @@ class RMSProp(Optimizer):
         weight, grad = as_nd(weight), as_nd(grad)
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
-        hp = (lr, wd, self.rescale_grad, self._clip(), self.gamma1, self.gamma2, self.epsilon,
-              float(self.clip_weights) if self.clip_weights else -1.0)
-        (_RMSPROP_C if self.centered else _RMSPROP)(weight, grad, state, hp)
+        hp = self._hp(lr, wd, gamma1=self.gamma1, gamma2=self.gamma2, epsilon=self.epsilon,
+                      clip_weights=float(self.clip_weights) if self.clip_weights else -1.0)
+        (_RMSPROP_C if self.centered else _RMSPROP)(weight, grad, state, **hp)
 
 
 @register
@@ -199,8 +202,8 @@ class AdaDelta(Optimizer):
         weight, grad = as_nd(weight), as_nd(grad)
         wd = self._get_wd(index)
         self._update_count(index)
-        _ADADELTA(weight, grad, state, (wd, self.rescale_grad, self._clip(), self.rho,
-                                        self.epsilon), write_grad=True)
+        _ADADELTA(weight, grad, state, write_grad=True, wd=wd, rescale_grad=self.rescale_grad,
+                  clip_gradient=self._clip(), rho=self.rho, epsilon=self.epsilon)
 
 
 @register
@@ -233,5 +236,4 @@ class Ftrl(Optimizer):
         weight, grad = as_nd(weight), as_nd(grad)
         self._update_count(index)
         wd, lr = self._get_wd(index), self._get_lr(index)
-        _FTRL(weight, grad, state, (lr, wd, self.rescale_grad, self._clip(), self.lamda1,
-                                    self.beta))
+        _FTRL(weight, grad, state, **self._hp(lr, wd, lamda1=self.lamda1, beta=self.beta))

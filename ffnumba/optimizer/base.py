@@ -266,6 +266,17 @@ class Optimizer:
             return float(c) if c else -1.0
         return float(c) if c is not None else -1.0
 
+    def _hp(self, lr, wd, **extra):
+        """The hyper-parameters every update kernel reads, by name, plus ``extra``.
+
+        ``lr``/``wd`` are the per-parameter rate and decay; ``rescale_grad``
+        and ``clip_gradient`` (as :meth:`_clip`) come from the optimizer.
+        The fused kernel checks the names against its record
+        (:func:`~ffnumba.optimizer.kernels.hp_record`).
+        """
+        return dict(lr=lr, wd=wd, rescale_grad=self.rescale_grad, clip_gradient=self._clip(),
+                    **extra)
+
     # ------------------------------------------------------------------ states
     def create_state(self, index, weight):
         """The optimizer state of one parameter: None, an NDArray or a tuple of them."""
@@ -300,8 +311,7 @@ class Optimizer:
             inner, master = state if self._mp_master_last else state[::-1]
             grad32 = grad.astype(np.float32)
             self.update(index, master, grad32, inner)
-            weight._set(master.asnumpy() if master.context.device_type == 'gpu'
-                        else master._data)
+            weight._copy_from(master)
         else:
             self.update(index, weight, grad, state)
 

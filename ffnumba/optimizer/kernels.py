@@ -5,31 +5,51 @@ An optimizer's math is written once as a scalar ``@njit`` step::
     step(w, g, s0, s1, s2, hp) -> (w', g', s0', s1', s2')
 
 ``w``/``g`` are one weight and gradient element, ``s0..s2`` the matching
-elements of up to three state arrays (unused slots get ``0.0``), and ``hp``
-a tuple of hyper-parameters (lr, wd, rescale_grad, clip, ...) in the compute
-dtype (float32 for float16/float32 weights). :func:`make_update` wraps the step in
+elements of up to three state arrays (unused slots get ``0.0`` and must be
+returned as they came), and ``hp`` the optimizer's **hyper-parameter
+record**: a namedtuple made by :func:`hp_record` whose fields the step reads
+by name (``hp.lr``, ``hp.wd``, ``hp.rescale_grad``, ``hp.clip_gradient``,
+``hp.beta1``, ...). The record's values are all of the compute dtype (float32
+for float16/float32 weights, float64 for float64), so numba sees one
+homogeneous named tuple type per optimizer and dtype.
+
+:func:`make_update` wraps the step in
 
 * a CPU kernel, ``@njit(cache=True, nogil=True)``, one pass over flat arrays;
 * a lazy GPU twin, a grid-stride ``@cuda.jit`` loop calling the same step;
 
-so one read and one write of each array per update (memory-bound). The
-returned :class:`FusedUpdate` dispatches on the weight's context.
+so one read and one write of each array per update (memory-bound). Both
+loops come from one template (``_BODY``, written once) instantiated for the
+number of state arrays (0 to 3); they differ only in the loop header. The
+returned :class:`FusedUpdate` checks the hyper-parameter names against the
+record (a missing or unknown name is an :class:`~ffnumba.base.FFError`
+naming the optimizer and the field) and dispatches on the weight's
+context; this dispatch is the one device branch of the optimizers.
 
 float16 cannot be used in CPU ``@njit`` code: float16 arrays are computed in
 float32 and cast back at the edges. GPU float16 arrays take the same host
 path (correct but slow; multi-precision training keeps float32 masters on
 the device, which run fused).
+
+Compilation: each step compiles one CPU loop per (state count, dtypes) it is
+called with, cached on disk across processes (:func:`ffnumba.jit.stable_cache_key`).
 """
+import collections
+import sys
+
 import numpy as np
 from numba import njit
 
-from ..base import DTypeError, ShapeError
+from ..base import DTypeError, FFError, ShapeError
 from ..jit import JIT, LazyCudaKernel, import_cuda, stable_cache_key
 
-__all__ = ['make_update', 'FusedUpdate', 'clip', 'cuda']
+__all__ = ['make_update', 'hp_record', 'FusedUpdate', 'clip', 'cuda', 'MAX_STATES']
 
 #: ``numba.cuda``, bound on first GPU use (the simulator swaps this global).
 cuda = None
+
+#: Most state arrays one step reads and writes.
+MAX_STATES = 3
 
 
 @njit
@@ -43,106 +63,76 @@ def clip(x, bound):
     return x
 
 
+def hp_record(typename, fields):
+    """A namedtuple class for the hyper-parameters of one update step.
+
+    Parameters
+    ----------
+    typename : str
+        The class name; bind the class to this name at module level (numba's
+        on-disk cache finds the class again by ``module.typename``).
+    fields : str or sequence of str
+        Field names, in the order the record stores them (space separated or
+        a list).
+
+    Returns
+    -------
+    type
+        A ``collections.namedtuple`` class, created in the caller's module.
+    """
+    module = sys._getframe(1).f_globals.get('__name__', __name__)
+    return collections.namedtuple(typename, fields, module=module)
+
+
+# ------------------------------------------------------------------ the loop template
+#: The loop body, written once: read one element of each array, step, write back.
+_BODY = '''\
+            nw, ng, {outs} = step(w[i], g[i], {reads}, hp)
+            w[i] = nw
+{writes}            if wg:
+                g[i] = ng
+'''
+_HEADERS = {
+    'cpu': '        for i in range(w.size):\n',
+    'gpu': ('        start, stride = cuda.grid(1), cuda.gridsize(1)\n'
+            '        for i in range(start, w.size, stride):\n'),
+}
+_TEMPLATE = '''\
+def build_{target}_{n}(step):
+    def loop_{target}_{n}(w, g, {args}hp, wg):
+{header}{body}
+    return loop_{target}_{n}
+'''
+
+
+def _loop_builder(target, n):
+    """``build(step) -> python loop`` over ``n`` state arrays for ``target`` ('cpu'/'gpu')."""
+    states = ['s%d' % k for k in range(n)]
+    body = _BODY.format(
+        outs=', '.join(['n%d' % k for k in range(n)] + ['_'] * (MAX_STATES - n)),
+        reads=', '.join(['s%d[i]' % k for k in range(n)] + ['0.0'] * (MAX_STATES - n)),
+        writes=''.join('            s%d[i] = n%d\n' % (k, k) for k in range(n)))
+    src = _TEMPLATE.format(target=target, n=n, args=''.join(s + ', ' for s in states),
+                           header=_HEADERS[target], body=body)
+    # compiled under this file's name: numba's disk cache keys (and locates) a function
+    # by its source file; the generated names are unique within it
+    namespace = {'__name__': __name__, 'cuda': None}
+    exec(compile(src, __file__, 'exec'), namespace)
+    return namespace, namespace['build_%s_%d' % (target, n)]
+
+
 def _cpu_loops(step):
-    @njit(**JIT)
-    def k0(w, g, hp, wg):
-        for i in range(w.size):
-            nw, ng, _, _, _ = step(w[i], g[i], 0.0, 0.0, 0.0, hp)
-            w[i] = nw
-            if wg:
-                g[i] = ng
-
-    @njit(**JIT)
-    def k1(w, g, a, hp, wg):
-        for i in range(w.size):
-            nw, ng, na, _, _ = step(w[i], g[i], a[i], 0.0, 0.0, hp)
-            w[i] = nw
-            a[i] = na
-            if wg:
-                g[i] = ng
-
-    @njit(**JIT)
-    def k2(w, g, a, b, hp, wg):
-        for i in range(w.size):
-            nw, ng, na, nb, _ = step(w[i], g[i], a[i], b[i], 0.0, hp)
-            w[i] = nw
-            a[i] = na
-            b[i] = nb
-            if wg:
-                g[i] = ng
-
-    @njit(**JIT)
-    def k3(w, g, a, b, c, hp, wg):
-        for i in range(w.size):
-            nw, ng, na, nb, nc = step(w[i], g[i], a[i], b[i], c[i], hp)
-            w[i] = nw
-            a[i] = na
-            b[i] = nb
-            c[i] = nc
-            if wg:
-                g[i] = ng
-    return (k0, k1, k2, k3)
+    return tuple(njit(**JIT)(_loop_builder('cpu', n)[1](step)) for n in range(MAX_STATES + 1))
 
 
 def _gpu_builders(step):
-    def b0():
-        import_cuda(globals())
-
-        @cuda.jit
-        def k(w, g, hp, wg):
-            start, stride = cuda.grid(1), cuda.gridsize(1)
-            for i in range(start, w.size, stride):
-                nw, ng, _, _, _ = step(w[i], g[i], 0.0, 0.0, 0.0, hp)
-                w[i] = nw
-                if wg:
-                    g[i] = ng
-        return k
-
-    def b1():
-        import_cuda(globals())
-
-        @cuda.jit
-        def k(w, g, a, hp, wg):
-            start, stride = cuda.grid(1), cuda.gridsize(1)
-            for i in range(start, w.size, stride):
-                nw, ng, na, _, _ = step(w[i], g[i], a[i], 0.0, 0.0, hp)
-                w[i] = nw
-                a[i] = na
-                if wg:
-                    g[i] = ng
-        return k
-
-    def b2():
-        import_cuda(globals())
-
-        @cuda.jit
-        def k(w, g, a, b, hp, wg):
-            start, stride = cuda.grid(1), cuda.gridsize(1)
-            for i in range(start, w.size, stride):
-                nw, ng, na, nb, _ = step(w[i], g[i], a[i], b[i], 0.0, hp)
-                w[i] = nw
-                a[i] = na
-                b[i] = nb
-                if wg:
-                    g[i] = ng
-        return k
-
-    def b3():
-        import_cuda(globals())
-
-        @cuda.jit
-        def k(w, g, a, b, c, hp, wg):
-            start, stride = cuda.grid(1), cuda.gridsize(1)
-            for i in range(start, w.size, stride):
-                nw, ng, na, nb, nc = step(w[i], g[i], a[i], b[i], c[i], hp)
-                w[i] = nw
-                a[i] = na
-                b[i] = nb
-                c[i] = nc
-                if wg:
-                    g[i] = ng
-        return k
-    return (b0, b1, b2, b3)
+    def builder(n):
+        def build():
+            namespace, make = _loop_builder('gpu', n)
+            namespace['cuda'] = import_cuda(globals())   # the simulator swaps it there
+            return cuda.jit(make(step))
+        return build
+    return tuple(builder(n) for n in range(MAX_STATES + 1))
 
 
 def _flat(a):
@@ -157,19 +147,53 @@ class FusedUpdate:
     step : njit function
         The scalar step (see the module docstring).
     name : str
-        Shown in errors.
+        The optimizer's name, shown in errors.
+    record : namedtuple class
+        The step's hyper-parameter record (:func:`hp_record`).
     """
 
-    def __init__(self, step, name):
+    def __init__(self, step, name, record):
         self.name = name
         self.step = step
-        # the CPU loops close over ``step``: name it, or every process misses numba's disk
-        # cache (and adds an entry to it) and recompiles the loop on its first update
-        stable_cache_key(step)
+        self.record = record
+        self.fields = tuple(record._fields)
+        # the step and the njit helpers it calls (clip, ...) get reproducible cache keys
+        glb = step.py_func.__globals__
+        stable_cache_key(step, *[glb[n] for n in step.py_func.__code__.co_names
+                                 if hasattr(glb.get(n), 'py_func')])
         self.cpu = _cpu_loops(step)
         self.gpu = tuple(LazyCudaKernel(b) for b in _gpu_builders(step))
 
-    def __call__(self, weight, grad, states, hp, write_grad=False):
+    def hp(self, dtype, values):
+        """The record of ``values`` (a dict: field -> number) in ``dtype``'s compute type.
+
+        Raises
+        ------
+        FFError
+            Naming the optimizer and the field, for a missing or unknown field
+            or a value that is not a real number.
+        """
+        cdt = np.dtype(dtype)
+        if cdt == np.float16:
+            cdt = np.dtype(np.float32)
+        try:
+            if len(values) != len(self.fields):
+                raise KeyError
+            return self.record(*[cdt.type(values[f]) for f in self.fields])
+        except KeyError:
+            missing = [f for f in self.fields if f not in values]
+            unknown = sorted(k for k in values if k not in self.fields)
+            raise FFError('%s update: %s; the kernel reads %s'
+                          % (self.name, '; '.join(
+                              ['missing hyper-parameter `%s`' % f for f in missing]
+                              + ['unknown hyper-parameter `%s`' % f for f in unknown]),
+                             list(self.fields))) from None
+        except (TypeError, ValueError):
+            bad = next(f for f in self.fields if not _is_real(values[f]))
+            raise FFError('%s update: hyper-parameter `%s` must be a real number. Received: '
+                          '%r' % (self.name, bad, values[bad])) from None
+
+    def __call__(self, weight, grad, states, write_grad=False, **hp):
         """Update ``weight`` (and ``states``, and ``grad`` if ``write_grad``) in place.
 
         Parameters
@@ -178,12 +202,30 @@ class FusedUpdate:
             Same shape; ``grad`` is read (and written back when ``write_grad``).
         states : sequence of NDArray
             0 to 3 arrays of the weight's shape.
-        hp : sequence of float
-            Hyper-parameters, in the order the step reads them.
+        write_grad : bool, default False
+            Write the step's new gradient value back into ``grad``.
+        **hp : float
+            The hyper-parameters, by the names of the step's record.
+
+        Raises
+        ------
+        FFError
+            For a missing or unknown hyper-parameter (naming it).
+        ShapeError, DTypeError
+            For a gradient or state of another shape, or non-float arrays.
+        """
+        self.run(weight._ctx.device_type == 'gpu', weight._data, grad._data,
+                 [s._data for s in states], self.hp(weight._data.dtype, hp), write_grad)
+
+    def run(self, gpu, weight, grad, states, hp, write_grad=False):
+        """:meth:`__call__` on raw storage (numpy or device arrays) with a built record.
+
+        ``gpu``: the arrays are device arrays. The update operators
+        (:mod:`ffnumba.optimizer.update_ops`) call this from their kernels.
         """
         if grad.shape != weight.shape:
             raise ShapeError('%s: gradient shape %s does not match weight shape %s'
-                             % (self.name, grad.shape, weight.shape))
+                             % (self.name, tuple(grad.shape), tuple(weight.shape)))
         if np.dtype(weight.dtype).kind != 'f' or np.dtype(grad.dtype).kind != 'f':
             # an int weight would truncate every step to nothing (or to INT_MIN garbage)
             raise DTypeError('%s: weights and gradients must have a float dtype. Received: '
@@ -194,19 +236,12 @@ class FusedUpdate:
             if s.shape != weight.shape:
                 raise ShapeError('%s: optimizer state %d has shape %s but the weight has shape '
                                  '%s (a state created for another weight?)'
-                                 % (self.name, k, s.shape, weight.shape))
-        arrays = [weight._data, grad._data] + [s._data for s in states]
-        cdt = np.dtype(weight._data.dtype)
-        if cdt == np.float16:
-            cdt = np.dtype(np.float32)
-        # a homogeneous tuple of scalars: one type for the CPU, the GPU and the simulator
-        hp = tuple(cdt.type(x) for x in hp)
+                                 % (self.name, k, tuple(s.shape), tuple(weight.shape)))
+        arrays = [weight, grad] + list(states)
         n = len(states)
-        if weight.context.device_type == 'gpu' and \
-                all(np.dtype(a.dtype) != np.float16 for a in arrays):
+        if gpu and all(np.dtype(a.dtype) != np.float16 for a in arrays):
             self.gpu[n].launch(weight.size, *[_flat(a) for a in arrays], hp, bool(write_grad))
             return
-        gpu = weight.context.device_type == 'gpu'
         hosts = [a.copy_to_host() if gpu else a for a in arrays]
         work = [np.ascontiguousarray(h, np.float32 if h.dtype == np.float16 else h.dtype)
                 for h in hosts]
@@ -220,6 +255,14 @@ class FusedUpdate:
                 h[...] = wk
 
 
-def make_update(step, name):
-    """A :class:`FusedUpdate` for a scalar step."""
-    return FusedUpdate(step, name)
+def _is_real(x):
+    try:
+        float(x)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def make_update(step, name, record):
+    """A :class:`FusedUpdate` for a scalar step reading the hyper-parameter ``record``."""
+    return FusedUpdate(step, name, record)

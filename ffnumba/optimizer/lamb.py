@@ -42,29 +42,31 @@ from numba import njit
 
 from .base import (Optimizer, register, check_unit, check_nonneg, as_nd, _zeros, _real,
                    _mult_dict)
-from .kernels import clip, make_update
+from .kernels import clip, hp_record, make_update
 from .sgd import _SGD, _SGD_MOM
 
 __all__ = ['LAMB', 'LARS']
 
 
-# hp = (lr, wd, rescale_grad, clip_gradient, beta1, beta2, epsilon, c1, c2)
+# c1 = 1 - beta1^t, c2 = 1 - beta2^t (1 and 1 without bias correction)
+LAMBHP = hp_record('LAMBHP', 'lr wd rescale_grad clip_gradient beta1 beta2 epsilon c1 c2')
+
+
 @njit
 def _lamb_phase1_step(w, g, m, v, c, hp):
-    gg = clip(hp[2] * g, hp[3])
-    m = hp[4] * m + (1.0 - hp[4]) * gg
-    v = hp[5] * v + (1.0 - hp[5]) * gg * gg
-    d = (m / hp[7]) / (math.sqrt(v / hp[8]) + hp[6]) + hp[1] * w
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    m = hp.beta1 * m + (1.0 - hp.beta1) * gg
+    v = hp.beta2 * v + (1.0 - hp.beta2) * gg * gg
+    d = (m / hp.c1) / (math.sqrt(v / hp.c2) + hp.epsilon) + hp.wd * w
     return w, d, m, v, c
 
 
-_LAMB1 = make_update(_lamb_phase1_step, 'LAMB')
+_LAMB1 = make_update(_lamb_phase1_step, 'LAMB', LAMBHP)
 
 
 def _l2(a):
     """Whole-tensor L2 norm of an NDArray, in float64."""
-    x = a._data.copy_to_host() if a.context.device_type == 'gpu' else a._data
-    x = np.asarray(x, np.float64).reshape(-1)
+    x = np.asarray(a._host(), np.float64).reshape(-1)
     return float(math.sqrt(np.dot(x, x)))
 
 
@@ -123,15 +125,16 @@ class LAMB(Optimizer):
         c1 = 1.0 - self.beta1 ** t if self.bias_correction else 1.0
         c2 = 1.0 - self.beta2 ** t if self.bias_correction else 1.0
         d = grad.copy()
-        _LAMB1(weight, d, tuple(state), (lr, wd, self.rescale_grad, self._clip(), self.beta1,
-                                         self.beta2, self.epsilon, c1, c2), write_grad=True)
+        _LAMB1(weight, d, tuple(state), write_grad=True,
+               **self._hp(lr, wd, beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
+                          c1=c1, c2=c2))
         r1, r2 = _l2(weight), _l2(d)
         if self.lower_bound:
             r1 = max(r1, self.lower_bound)
         if self.upper_bound:
             r1 = min(r1, self.upper_bound)
         step = lr * r1 / r2 if (r1 != 0 and r2 != 0) else lr
-        _SGD(weight, d, (), (step, 0.0, 1.0, -1.0))
+        _SGD(weight, d, (), lr=step, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
 
 
 @register
@@ -211,11 +214,10 @@ class LARS(Optimizer):
             g_norm = _l2(grad) * self.rescale_grad
             if w_norm > 0.0 and g_norm > 0.0:
                 lr = lr * self.eta * w_norm / (g_norm + wd * w_norm + self.eps)
-        hp = (lr, wd, self.rescale_grad, self._clip())
         if state is None:
-            _SGD(weight, grad, (), hp)
+            _SGD(weight, grad, (), **self._hp(lr, wd))
             return
         mu = self.momentum
         if self.momentum_correction and self.last_lr:
             mu = mu * self.cur_lr / self.last_lr
-        _SGD_MOM(weight, grad, (state,), hp + (mu,))
+        _SGD_MOM(weight, grad, (state,), **self._hp(lr, wd, momentum=mu))

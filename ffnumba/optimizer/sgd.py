@@ -27,7 +27,7 @@ from numba import njit
 from ..random import generator
 from ..ndarray.ndarray import NDArray
 from .base import Optimizer, register, check_unit, check_nonneg, as_nd, _zeros
-from .kernels import clip, make_update
+from .kernels import clip, hp_record, make_update
 
 __all__ = ['SGD', 'ccSGD', 'NAG', 'Signum', 'SGLD', 'DCASGD']
 
@@ -41,24 +41,32 @@ def _sign(x):
     return 0.0
 
 
-# hp = (lr, wd, rescale_grad, clip_gradient[, momentum, extra])
+# hyper-parameter records (kernels.hp_record): the steps read them by name
+_COMMON = 'lr wd rescale_grad clip_gradient'
+SGDHP = hp_record('SGDHP', _COMMON)
+SGDMomHP = hp_record('SGDMomHP', _COMMON + ' momentum')
+SignumHP = hp_record('SignumHP', _COMMON + ' momentum wd_lh')
+DCASGDHP = hp_record('DCASGDHP', _COMMON + ' lamda')
+DCASGDMomHP = hp_record('DCASGDMomHP', _COMMON + ' momentum lamda')
+
+
 @njit
 def _sgd_step(w, g, a, b, c, hp):
-    gg = clip(hp[2] * g, hp[3])
-    return (1.0 - hp[0] * hp[1]) * w - hp[0] * gg, g, a, b, c
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    return (1.0 - hp.lr * hp.wd) * w - hp.lr * gg, g, a, b, c
 
 
 @njit
 def _sgd_mom_step(w, g, m, b, c, hp):
-    gg = clip(hp[2] * g, hp[3])
-    m = hp[4] * m - hp[0] * hp[1] * w - hp[0] * gg
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    m = hp.momentum * m - hp.lr * hp.wd * w - hp.lr * gg
     return w + m, g, m, b, c
 
 
 @njit
 def _nag_mom_step(w, g, m, b, c, hp):
-    lr, wd, mu = hp[0], hp[1], hp[4]
-    gg = clip(hp[2] * g, hp[3])
+    lr, wd, mu = hp.lr, hp.wd, hp.momentum
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     m1 = mu * m
     w2 = w - m1 + (mu + 1.0) * (m1 - lr * (gg + wd * w))
     return w2, g, m1 - lr * (gg + wd * w2), b, c
@@ -66,46 +74,46 @@ def _nag_mom_step(w, g, m, b, c, hp):
 
 @njit
 def _signsgd_step(w, g, a, b, c, hp):
-    gg = clip(hp[2] * g, hp[3])
-    return (1.0 - hp[0] * hp[1]) * w - hp[0] * _sign(gg), g, a, b, c
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    return (1.0 - hp.lr * hp.wd) * w - hp.lr * _sign(gg), g, a, b, c
 
 
 @njit
 def _signum_step(w, g, m, b, c, hp):
-    mu = hp[4]
-    gg = clip(hp[2] * g, hp[3])
-    m = mu * m - (1.0 - mu) * hp[1] * w - (1.0 - mu) * gg
-    return (1.0 - hp[0] * hp[5]) * w + hp[0] * _sign(m), g, m, b, c
+    mu = hp.momentum
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    m = mu * m - (1.0 - mu) * hp.wd * w - (1.0 - mu) * gg
+    return (1.0 - hp.lr * hp.wd_lh) * w + hp.lr * _sign(m), g, m, b, c
 
 
 @njit
 def _sgld_step(w, g, noise, b, c, hp):
-    gg = clip(hp[2] * g, hp[3])
-    return w - hp[0] / 2.0 * (gg + hp[1] * w) + noise, g, noise, b, c
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    return w - hp.lr / 2.0 * (gg + hp.wd * w) + noise, g, noise, b, c
 
 
 @njit
 def _dcasgd_step(w, g, prev, b, c, hp):
-    gg = clip(hp[2] * g, hp[3])
-    m = -hp[0] * (gg + hp[1] * w + hp[5] * gg * gg * (w - prev))
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    m = -hp.lr * (gg + hp.wd * w + hp.lamda * gg * gg * (w - prev))
     return w + m, g, w, b, c
 
 
 @njit
 def _dcasgd_mom_step(w, g, m, prev, c, hp):
-    gg = clip(hp[2] * g, hp[3])
-    m = hp[4] * m - hp[0] * (gg + hp[1] * w + hp[5] * gg * gg * (w - prev))
+    gg = clip(hp.rescale_grad * g, hp.clip_gradient)
+    m = hp.momentum * m - hp.lr * (gg + hp.wd * w + hp.lamda * gg * gg * (w - prev))
     return w + m, g, m, w, c
 
 
-_SGD = make_update(_sgd_step, 'SGD')
-_SGD_MOM = make_update(_sgd_mom_step, 'SGD')
-_NAG_MOM = make_update(_nag_mom_step, 'NAG')
-_SIGNSGD = make_update(_signsgd_step, 'Signum')
-_SIGNUM = make_update(_signum_step, 'Signum')
-_SGLD = make_update(_sgld_step, 'SGLD')
-_DCASGD = make_update(_dcasgd_step, 'DCASGD')
-_DCASGD_MOM = make_update(_dcasgd_mom_step, 'DCASGD')
+_SGD = make_update(_sgd_step, 'SGD', SGDHP)
+_SGD_MOM = make_update(_sgd_mom_step, 'SGD', SGDMomHP)
+_NAG_MOM = make_update(_nag_mom_step, 'NAG', SGDMomHP)
+_SIGNSGD = make_update(_signsgd_step, 'Signum', SGDHP)
+_SIGNUM = make_update(_signum_step, 'Signum', SignumHP)
+_SGLD = make_update(_sgld_step, 'SGLD', SGDHP)
+_DCASGD = make_update(_dcasgd_step, 'DCASGD', DCASGDHP)
+_DCASGD_MOM = make_update(_dcasgd_mom_step, 'DCASGD', DCASGDMomHP)
 
 
 class _Momentum(Optimizer):
@@ -118,14 +126,14 @@ class _Momentum(Optimizer):
         self._update_count(index)
         return (as_nd(weight), as_nd(grad), self._get_lr(index), self._get_wd(index))
 
-    def _run(self, index, weight, grad, state, plain, with_state, extra=()):
-        """One update: ``plain`` without a state, else ``with_state`` (hp + momentum + extra)."""
+    def _run(self, index, weight, grad, state, plain, with_state, **extra):
+        """One update: ``plain`` without a state, else ``with_state`` (+ momentum, ``extra``)."""
         weight, grad, lr, wd = self._begin(index, weight, grad)
-        hp = (lr, wd, self.rescale_grad, self._clip())
         if state is None:
-            plain(weight, grad, (), hp)
+            plain(weight, grad, (), **self._hp(lr, wd))
         else:
-            with_state(weight, grad, (state,), hp + (self.momentum,) + extra)
+            with_state(weight, grad, (state,), **self._hp(lr, wd, momentum=self.momentum,
+                                                          **extra))
 
 
 @register
@@ -220,7 +228,7 @@ class Signum(_Momentum):
 
     def update(self, index, weight, grad, state):
         """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""
-        self._run(index, weight, grad, state, _SIGNSGD, _SIGNUM, (self.wd_lh,))
+        self._run(index, weight, grad, state, _SIGNSGD, _SIGNUM, wd_lh=self.wd_lh)
 
 
 @register
@@ -245,7 +253,7 @@ class SGLD(Optimizer):
         dt = np.float64 if weight.dtype is np.float64 else np.float32
         noise = generator().normal(0.0, math.sqrt(lr), size=weight.shape).astype(dt)
         noise = NDArray(noise).as_in_context(weight.context)
-        _SGLD(weight, grad, (noise,), (lr, wd, self.rescale_grad, self._clip()))
+        _SGLD(weight, grad, (noise,), **self._hp(lr, wd))
 
 
 @register
@@ -285,8 +293,8 @@ class DCASGD(Optimizer):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         mom, prev = state
-        hp = (lr, wd, self.rescale_grad, self._clip(), self.momentum, self.lamda)
         if mom is None:
-            _DCASGD(weight, grad, (prev,), hp)
+            _DCASGD(weight, grad, (prev,), **self._hp(lr, wd, lamda=self.lamda))
         else:
-            _DCASGD_MOM(weight, grad, (mom, prev), hp)
+            _DCASGD_MOM(weight, grad, (mom, prev), **self._hp(lr, wd, momentum=self.momentum,
+                                                               lamda=self.lamda))

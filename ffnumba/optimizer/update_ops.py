@@ -51,12 +51,10 @@ import numpy as np
 
 from ..ops.params import Field, Params, REQUIRED, require_finite
 from ..ops.registry import OpDef, register_op, shape_assign
-from ..ops.templates import f16_safe, import_cuda
+from ..ndarray.ndarray import NDArray
 from . import adam, adaptive, sgd
 
 __all__ = ['UPDATE_OPS']
-
-cuda = None  # bound by import_cuda(globals()) on first GPU use
 
 
 def _fields(extra):
@@ -83,32 +81,35 @@ _MOM = {'momentum': Field(float, 0.0, 'Decay rate of the momentum.')}
 _EPS = Field(float, 1e-8, 'Small constant for numerical stability.')
 _CLIPW = Field(float, -1.0, 'Clip weights to [-c, c]; <= 0 turns clipping off.')
 
-#: name -> (fused update, state input names, extra params, hp builder, multi-precision)
+#: name -> (fused update, state input names, extra params, named hp builder, multi-precision)
 UPDATE_OPS = {
-    'sgd_update': (sgd._SGD, [], {}, lambda p: (), False),
-    'sgd_mom_update': (sgd._SGD_MOM, ['mom'], _MOM, lambda p: (p.momentum,), False),
-    'nag_mom_update': (sgd._NAG_MOM, ['mom'], _MOM, lambda p: (p.momentum,), False),
+    'sgd_update': (sgd._SGD, [], {}, lambda p: {}, False),
+    'sgd_mom_update': (sgd._SGD_MOM, ['mom'], _MOM, lambda p: dict(momentum=p.momentum), False),
+    'nag_mom_update': (sgd._NAG_MOM, ['mom'], _MOM, lambda p: dict(momentum=p.momentum), False),
     'adam_update': (adam._ADAM, ['mean', 'var'], {
         'beta1': Field(float, 0.9, 'Decay rate of the first moment.'),
         'beta2': Field(float, 0.999, 'Decay rate of the second moment.'),
-        'epsilon': _EPS}, lambda p: (p.beta1, p.beta2, p.epsilon), False),
+        'epsilon': _EPS},
+        lambda p: dict(beta1=p.beta1, beta2=p.beta2, epsilon=p.epsilon), False),
     'rmsprop_update': (adaptive._RMSPROP, ['n'], {
         'gamma1': Field(float, 0.95, 'Decay rate of the squared-gradient average.'),
         'epsilon': _EPS, 'clip_weights': _CLIPW},
-        lambda p: (p.gamma1, 0.0, p.epsilon, p.clip_weights), False),
+        lambda p: dict(gamma1=p.gamma1, gamma2=0.0, epsilon=p.epsilon,
+                       clip_weights=p.clip_weights), False),
     'rmspropalex_update': (adaptive._RMSPROP_C, ['n', 'g', 'delta'], {
         'gamma1': Field(float, 0.95, 'Decay rate of the gradient averages.'),
         'gamma2': Field(float, 0.9, 'Decay rate of the step (momentum).'),
         'epsilon': _EPS, 'clip_weights': _CLIPW},
-        lambda p: (p.gamma1, p.gamma2, p.epsilon, p.clip_weights), False),
+        lambda p: dict(gamma1=p.gamma1, gamma2=p.gamma2, epsilon=p.epsilon,
+                       clip_weights=p.clip_weights), False),
     'ftrl_update': (adaptive._FTRL, ['z', 'n'], {
         'lamda1': Field(float, 0.01, 'L1 regularization coefficient.'),
         'beta': Field(float, 1.0, 'Per-coordinate learning rate beta.')},
-        lambda p: (p.lamda1, p.beta), False),
-    'signsgd_update': (sgd._SIGNSGD, [], {}, lambda p: (), False),
+        lambda p: dict(lamda1=p.lamda1, beta=p.beta), False),
+    'signsgd_update': (sgd._SIGNSGD, [], {}, lambda p: {}, False),
     'signum_update': (sgd._SIGNUM, ['mom'], dict(_MOM, wd_lh=Field(
         float, 0.0, 'Decoupled weight decay applied to the weight.')),
-        lambda p: (p.momentum, p.wd_lh), False),
+        lambda p: dict(momentum=p.momentum, wd_lh=p.wd_lh), False),
     'ftml_update': (adam._FTML, ['d', 'v', 'z'], {
         'beta1': Field(float, 0.6, 'Decay rate of the first moment.'),
         'beta2': Field(float, 0.999, 'Decay rate of the second moment.'),
@@ -116,26 +117,26 @@ UPDATE_OPS = {
         't': Field(int, REQUIRED, 'Number of update steps so far, counting this one.'),
         'clip_grad': Field(float, -1.0, 'Clip the rescaled gradient to [-c, c]; '
                                         '< 0 turns clipping off.')},
-        lambda p: (p.beta1, p.beta2, p.epsilon, 1.0 - p.beta1 ** p.t,
-                   1.0 - p.beta2 ** p.t), False),
-    'mp_sgd_update': (sgd._SGD, [], {}, lambda p: (), True),
-    'mp_sgd_mom_update': (sgd._SGD_MOM, ['mom'], _MOM, lambda p: (p.momentum,), True),
+        lambda p: dict(beta1=p.beta1, beta2=p.beta2, epsilon=p.epsilon,
+                       c1=1.0 - p.beta1 ** p.t, c2=1.0 - p.beta2 ** p.t), False),
+    'mp_sgd_update': (sgd._SGD, [], {}, lambda p: {}, True),
+    'mp_sgd_mom_update': (sgd._SGD_MOM, ['mom'], _MOM, lambda p: dict(momentum=p.momentum),
+                          True),
 }
 
 
-def _hp(p, extra, dtype):
-    dt = np.dtype(dtype)
-    dt = np.dtype(np.float32) if dt == np.float16 else dt
+def _hp(p, extra):
+    """The kernel's hyper-parameters by name, each rounded to float32 as MXNet stores them
+    (C++ ``float`` fields)."""
     clip = p.clip_grad if 'clip_grad' in p._fields else p.clip_gradient
-    vals = (p.lr, p.wd, p.rescale_grad, clip) + tuple(extra(p))
-    # MXNet declares every param of these ops as a C++ float: round them the same way
-    return tuple(dt.type(np.float32(v)) for v in vals)
+    vals = dict(lr=p.lr, wd=p.wd, rescale_grad=p.rescale_grad, clip_gradient=clip, **extra(p))
+    return {k: np.float32(v) for k, v in vals.items()}
 
 
 def _make(name, fused, states, fields, extra, mp):
     args = ['weight', 'grad'] + states + (['weight32'] if mp else [])
 
-    def infer_shape(p, in_shapes, aux_shapes):
+    def infer_shape(p, in_shapes, aux_shapes, out_shapes):
         ins = list(in_shapes)
         known = next((s for s in ins if s is not None), None)
         if known is not None:
@@ -153,56 +154,26 @@ def _make(name, fused, states, fields, extra, mp):
                 ins[i] = ins[i] or (np.dtype(np.float32) if mp else w)
         return ins, [w], []
 
-    def flat(a):
-        return a.reshape(-1)
-
-    def forward_cpu_plain(ctx, p, inputs, outputs, aux):
-        out = outputs[0]
-        out[...] = inputs[0]
-        fused.cpu[len(states)](flat(out), flat(inputs[1]), *[flat(s) for s in inputs[2:]],
-                               _hp(p, extra, out.dtype), False)
-
-    def forward_cpu_mp(ctx, p, inputs, outputs, aux):
-        w32 = inputs[-1]
-        g32 = inputs[1].astype(w32.dtype)
-        fused.cpu[len(states)](flat(w32), flat(g32), *[flat(s) for s in inputs[2:-1]],
-                               _hp(p, extra, w32.dtype), False)
-        outputs[0][...] = w32
-
-    def forward_gpu(ctx, p, inputs, outputs, aux):
-        import_cuda(globals())
+    # One forward for every device: the arrays are wrapped as NDArrays and moved with
+    # their device primitives; FusedUpdate dispatches the kernel (float16 on the host).
+    def forward(ctx, p, inputs, outputs, aux):
+        dev = ctx.device
+        nds = [NDArray(a, dev) for a in inputs]
+        out = NDArray(outputs[0], dev)
         if mp:
-            w32 = inputs[-1]
-            g32 = cuda.to_device(inputs[1].copy_to_host().astype(w32.dtype))
-            fused.gpu[len(states)].launch(w32.size, flat(w32), flat(g32),
-                                          *[flat(s) for s in inputs[2:-1]],
-                                          _hp(p, extra, w32.dtype), False)
-            outputs[0].copy_to_device(w32.copy_to_host().astype(outputs[0].dtype))
+            w32 = nds[-1]
+            g32 = NDArray._from_host(nds[1]._host().astype(w32.dtype), dev)
+            fused(w32, g32, nds[2:-1], **_hp(p, extra))
+            out._copy_from(w32)
             return
-        out = outputs[0]
-        out.copy_to_device(inputs[0])
-        if np.dtype(out.dtype) == np.float16:       # the fused kernels' float16 path: on host
-            host = [np.asarray(a.copy_to_host()) for a in [out] + list(inputs[1:])]
-            forward_cpu(ctx, p, [host[0]] + host[1:], [host[0]], aux)
-            out.copy_to_device(host[0])
-            for dev, h in zip(inputs[2:], host[2:]):
-                dev.copy_to_device(h)
-            return
-        fused.gpu[len(states)].launch(out.size, flat(out), flat(inputs[1]),
-                                      *[flat(s) for s in inputs[2:]],
-                                      _hp(p, extra, out.dtype), False)
+        out._copy_from(nds[0])
+        fused(out, nds[1], nds[2:], **_hp(p, extra))
 
-    def backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         for g, r in zip(in_grads, req):
             if r == 'write':
-                g[...] = 0
+                NDArray(g, ctx.device)._fill(0)
 
-    def backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-        for g, r in zip(in_grads, req):
-            if r == 'write':
-                g.copy_to_device(np.zeros(g.shape, g.dtype))
-
-    forward_cpu = f16_safe(forward_cpu_mp if mp else forward_cpu_plain)
     params = type(name + 'Param', (Params,), _fields(
         {k: Field(f.kind, f.default, f.doc) for k, f in fields.items()}))
     params.__doc__ = 'Parameters of %s.' % name
@@ -214,8 +185,8 @@ def _make(name, fused, states, fields, extra, mp):
             'v': 'FTML second moment, in place.', 'weight32': 'float32 master weight, in place.'}
     register_op(OpDef(
         name=name, arguments=args, infer_shape=infer_shape, infer_type=infer_type,
-        forward={'cpu': forward_cpu, 'gpu': forward_gpu},
-        backward={'cpu': backward_cpu, 'gpu': backward_gpu}, params=params,
+        forward={'cpu': forward, 'gpu': forward},
+        backward={'cpu': backward, 'gpu': backward}, params=params,
         float_only=True,
         doc='%s: one optimizer step; returns the new weight, states updated in place.\n\n%s'
             % (name, __doc__),

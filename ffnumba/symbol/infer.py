@@ -4,16 +4,15 @@ Every entry (a node output) holds a shape or ``None`` (unknown). Variables
 start from the user's shapes and their ``__shape__`` / ``__dtype__`` hints.
 Each operator's ``infer_shape`` fills what it can of its inputs and outputs
 (a FullyConnected fills its weight from its data); the pass sweeps the graph
-forward and backward until nothing changes. An operator whose
-``infer_shape`` also accepts an ``out_shapes`` keyword receives the known
-output shapes, so it can infer inputs from outputs.
+forward and backward until nothing changes. Every ``infer_shape`` receives
+the known output shapes too (one signature, see :mod:`ffnumba.ops.registry`),
+so an operator can infer its inputs from its outputs.
 
 A conflict raises :class:`~ffnumba.base.ShapeError` (or
 :class:`~ffnumba.base.DTypeError`) with MXNet's wording:
 ``Error in operator fc1: Shape inconsistent, Provided = [9,7], inferred shape=(10,7)``.
 """
 import ast
-import inspect
 import warnings
 
 import numpy as np
@@ -24,21 +23,6 @@ from . import infer_partial as _partial
 
 __all__ = ['infer_shapes', 'infer_types', 'symbol_shapes', 'symbol_types', 'fmt_provided',
            'fmt_inferred']
-
-_ACCEPTS_OUT = {}
-
-
-def _accepts_out(fn):
-    key = id(fn)
-    if key not in _ACCEPTS_OUT:
-        try:
-            sig = inspect.signature(fn)
-            ok = 'out_shapes' in sig.parameters or 'out_types' in sig.parameters
-        except (TypeError, ValueError):
-            ok = False
-        _ACCEPTS_OUT[key] = ok
-    return _ACCEPTS_OUT[key]
-
 
 def fmt_provided(shape):
     """MXNet's ``[9,7]`` form of a shape."""
@@ -220,11 +204,7 @@ def infer_shapes(view, known, use_hints=True, partial_zeros=False):
                    (_partial_hint if partial_zeros else shape_hint) if use_hints else None)
 
     def call(node, ins, aux, outs):
-        fn = node.op.infer_shape
-        if _accepts_out(fn):
-            res = fn(node.params, ins, aux, out_shapes=outs)
-        else:
-            res = fn(node.params, ins, aux)
+        res = node.op.infer_shape(node.params, ins, aux, outs)
         if res is None:
             return None
         return tuple([None if s is None else tuple(int(d) for d in s) for s in part]
@@ -268,11 +248,7 @@ def infer_types(view, known, use_hints=True):
     values = _seed(view, known, lambda _, v: np.dtype(v), dtype_hint if use_hints else None)
 
     def call(node, ins, aux, outs):
-        fn = node.op.infer_type
-        if _accepts_out(fn):
-            res = fn(node.params, ins, aux, out_types=outs)
-        else:
-            res = fn(node.params, ins, aux)
+        res = node.op.infer_type(node.params, ins, aux)
         if res is None:
             return None
         return tuple([None if t is None else np.dtype(t) for t in part]

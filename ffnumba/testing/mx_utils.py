@@ -181,8 +181,7 @@ def same(a, b):
 
 def same_array(array1, array2):
     """True when two NDArrays share memory (a write to one shows in the other)."""
-    return np.shares_memory(np.asarray(array1.handle), np.asarray(array2.handle)) \
-        if array1.context.device_type == 'cpu' else array1.handle is array2.handle
+    return array1._shares_memory(array2)
 
 
 def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True):

@@ -15,6 +15,9 @@ class then provides, per case:
 ``test_grad_req_add``
     With ``grad_req='add'`` two backward passes add twice the gradient to
     the initial values.
+``test_backward_reads`` (ops that declare ``OpDef.backward_reads``)
+    Backward with the inputs and outputs the declaration calls unread
+    overwritten by garbage gives the same gradients, for every table case.
 ``test_gpu_consistency`` (marked ``gpu``; only for ops with GPU kernels)
     The GPU kernels agree with the CPU ones (run under numba's CUDA
     simulator where there is no GPU).
@@ -38,6 +41,7 @@ from ..context import cpu, gpu
 from ..ops.registry import get_op
 from .gradcheck import (assert_almost_equal, bind_numpy, check_numeric_gradient,
                         check_consistency)
+from .reads import check_backward_reads
 
 __all__ = ['OpCase']
 
@@ -90,6 +94,9 @@ class OpCase:
         super().__init_subclass__(**kw)
         if cls.op is not None and 'gpu' not in get_op(cls.op).forward:
             cls.test_gpu_consistency = None   # nothing to compare: pytest skips non-callables
+        if cls.op is not None and (cls.nondifferentiable
+                                   or get_op(cls.op).backward_reads == ('inputs', 'outputs')):
+            cls.test_backward_reads = None   # nothing declared (the default): nothing to check
         if cls.nondifferentiable:
             cls.test_gradient = None
         elif 'test_gradient' not in vars(cls):
@@ -219,6 +226,15 @@ class OpCase:
             for n in nodes:
                 assert_almost_equal(exe2.grad_dict[n].asnumpy(), init[n] + 2 * once[n], 1e-6, 1e-8,
                                     names=('grad_req=add grad of ' + n, 'init + 2 * grad'))
+
+    def test_backward_reads(self):
+        """The op's ``backward_reads`` is true: garbage in what it calls unread changes no
+        gradient (the training executor shares those buffers; see :mod:`ffnumba.testing.reads`)."""
+        for p, shapes in self._all_cases():
+            s, loc, aux, _ = self._setup(p, shapes)
+            check_backward_reads(s, loc, aux, op_name=get_op(self.op).name,
+                                 is_train=self.is_train, grad_nodes=self.grad_nodes,
+                                 head_grads=self._loss_fn(p) is None)
 
     @pytest.mark.gpu
     def test_gpu_consistency(self):

@@ -92,6 +92,50 @@ def test_registration_rejects_bad_declarations():
         get_op('NoSuchOp')
 
 
+def test_every_operator_has_the_one_infer_signature():
+    """One ``infer_shape`` signature and one ``infer_type`` signature, no second form."""
+    import inspect
+    from ffnumba.ops.registry import INFER_SHAPE_ARGS, INFER_TYPE_ARGS
+    for name in _real(list_ops()):
+        op = get_op(name)
+        for fn, want in ((op.infer_shape, INFER_SHAPE_ARGS), (op.infer_type, INFER_TYPE_ARGS)):
+            params = inspect.signature(fn).parameters.values()
+            got = tuple(q.name for q in params)
+            assert got == want, (name, fn, got)
+            assert all(q.default is q.empty and q.kind is q.POSITIONAL_OR_KEYWORD
+                       for q in params), (name, fn)
+    # the inference pass calls that one form and no longer inspects operators
+    import ffnumba.symbol.infer as infer_mod
+    assert 'inspect' not in open(infer_mod.__file__).read()
+
+
+def test_registration_rejects_a_second_infer_shape_form():
+    three = lambda p, in_shapes, aux_shapes: same_shape(p, in_shapes, aux_shapes, [None])
+    optional = lambda p, in_shapes, aux_shapes, out_shapes=None: same_shape(
+        p, in_shapes, aux_shapes, out_shapes)
+    for i, fn in enumerate((three, optional)):
+        with pytest.raises(FFError, match=r'infer_shape must take exactly \(p, in_shapes, '
+                                          r'aux_shapes, out_shapes\)'):
+            register_op(OpDef(name='_test_reg_sig%d' % i, arguments=['data'], infer_shape=fn,
+                              forward={'cpu': _fwd}, backward={'cpu': _bwd}))
+        assert '_test_reg_sig%d' % i not in list_ops()
+
+
+def test_same_shape_infers_inputs_from_the_output():
+    assert same_shape(None, [None, None], [], [(2, 3)]) == ([(2, 3), (2, 3)], [(2, 3)], [])
+    assert same_shape(None, [(4,)], [], [None]) == ([(4,)], [(4,)], [])
+    with pytest.raises(ff.base.ShapeError, match='input `arg1`'):
+        same_shape(None, [(2, 3), (3, 2)], [], [None])
+    # through a graph: the output shape of an elementwise op gives its input
+    x = ff.sym.var('x')
+    y = ff.sym.Activation(x, act_type='relu', name='act')
+    z = ff.sym.FullyConnected(ff.sym.var('d'), num_hidden=5, name='fc')
+    args, outs, _ = ff.sym.Group([y, z]).infer_shape_partial(d=(2, 7))
+    assert outs == [(), (2, 5)]
+    args, outs, _ = ff.sym.elemwise_add(y, z).infer_shape(d=(2, 7))
+    assert dict(zip(ff.sym.elemwise_add(y, z).list_arguments(), args))['x'] == (2, 5)
+
+
 def test_param_errors_name_op_field_and_value():
     data = ff.sym.var('data')
     with pytest.raises(ff.base.ParamError, match=r'FullyConnected: `num_hidden` must be .*'
@@ -105,3 +149,39 @@ def test_param_errors_name_op_field_and_value():
     a = get_op('Convolution').parse_params({'kernel': '(3, 3)', 'num_filter': '8', 'no_bias': 'True'})
     b = get_op('Convolution').parse_params({'kernel': (3, 3), 'num_filter': 8, 'no_bias': True})
     assert a == b and a.kernel == (3, 3) and a.no_bias is True
+
+
+def _checked_reads():
+    """Ops whose ``backward_reads`` some collected OpCase checks (a differentiable case)."""
+    from ffnumba.testing import OpCase
+    _opcase_ops()
+    found, todo = set(), list(OpCase.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.op is not None and cls.__name__.startswith('Test') and \
+                callable(cls.test_backward_reads) and cls()._all_cases():
+            found.add(get_op(cls.op).name)
+    return found
+
+
+def test_every_backward_reads_declaration_is_checked():
+    """Each op that declares what its backward reads (the training executor shares the rest)
+    has an OpCase whose ``test_backward_reads`` runs its backward on garbage in the rest;
+    ops whose gradient is identically zero, and BlockGrad, are exempt (no backward of
+    theirs reads anything)."""
+    from ffnumba._memory_plan import zero_gradient
+    from ffnumba.symbol.graph import Node
+    declared = [n for n in _real(list_ops())
+                if get_op(n).backward_reads != ('inputs', 'outputs')]
+    zero = set()
+    for n in declared:
+        op = get_op(n)
+        try:
+            node = Node(op, 'x', op.parse_params({}))
+        except FFError:
+            continue
+        if zero_gradient(node) or not op.passes_gradient:    # no backward reads anything
+            zero.add(n)
+    missing = sorted(set(declared) - _checked_reads() - zero)
+    assert not missing, 'backward_reads declared but never checked: %s' % missing

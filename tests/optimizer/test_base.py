@@ -169,3 +169,39 @@ def test_bad_hyper_parameter_names_and_types_are_param_errors():
         o.set_wd_mult({'w': 'big'})
     o.set_lr_mult({'w': 2})
     assert o.lr_mult == {'w': 2.0}
+
+
+# ------------------------------------------------------------------ hyper-parameter records
+def test_fused_update_reads_hyper_parameters_by_name():
+    from ffnumba.base import FFError
+    from ffnumba.optimizer import adam, sgd
+    w, g = ff.nd.ones((3,)), ff.nd.ones((3,))
+    sgd._SGD(w, g, (), lr=0.5, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
+    np.testing.assert_allclose(w.asnumpy(), 0.5)
+    with pytest.raises(FFError, match=r'SGD update: missing hyper-parameter `clip_gradient`'):
+        sgd._SGD(w, g, (), lr=0.5, wd=0.0, rescale_grad=1.0)
+    with pytest.raises(FFError, match=r'Adam update: missing hyper-parameter `beta2`; unknown hyper-parameter `beta3`'):
+        adam._ADAM(w, g, (ff.nd.zeros((3,)), ff.nd.zeros((3,))), lr=0.1, wd=0.0,
+                   rescale_grad=1.0, clip_gradient=-1.0, beta1=0.9, beta3=0.9, epsilon=1e-8)
+    with pytest.raises(FFError, match=r'SGD update: hyper-parameter `lr` must be a real'):
+        sgd._SGD(w, g, (), lr='fast', wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
+    np.testing.assert_allclose(w.asnumpy(), 0.5)        # no failed call touched the weight
+
+
+def test_hyper_parameter_records_are_named_tuples_in_the_compute_dtype():
+    from ffnumba.optimizer import adam
+    rec = adam._ADAM.hp(np.float16, dict(lr=0.1, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0,
+                                         beta1=0.9, beta2=0.999, epsilon=1e-8))
+    assert type(rec) is adam.AdamHP and rec.beta2 == np.float32(0.999)
+    assert all(type(v) is np.float32 for v in rec)
+    assert type(adam._ADAM.hp(np.float64, rec._asdict()).lr) is np.float64
+
+
+def test_one_loop_template_for_every_state_count():
+    from ffnumba.optimizer import kernels
+    assert kernels._BODY.count('step(') == 1          # the loop body is written once
+    for n in range(kernels.MAX_STATES + 1):
+        for target in ('cpu', 'gpu'):
+            loop = kernels._loop_builder(target, n)[1](kernels.clip)
+            names = loop.__code__.co_varnames[:loop.__code__.co_argcount]
+            assert names == ('w', 'g') + tuple('s%d' % k for k in range(n)) + ('hp', 'wg')

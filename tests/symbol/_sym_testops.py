@@ -11,7 +11,7 @@ from ffnumba.ops.params import Params, Field
 from ffnumba.ops.registry import OpDef, register_op, list_ops, shape_assign
 
 
-def _same(p, ins, aux, out_shapes=None):
+def _same(p, ins, aux, out_shapes):
     known = next((s for s in ins if s is not None), None)
     if known is None and out_shapes:
         known = out_shapes[0]
@@ -22,7 +22,7 @@ def _same(p, ins, aux, out_shapes=None):
 
 
 # ---------------------------------------------------------------- _test_twoout
-def _two_infer(p, ins, aux):
+def _two_infer(p, ins, aux, out_shapes):
     return list(ins), [ins[0], ins[0]], []
 
 
@@ -53,7 +53,7 @@ def _cat_args(p):
     return ['arg%d' % i for i in range(p.num_args)]
 
 
-def _cat_infer(p, ins, aux):
+def _cat_infer(p, ins, aux, out_shapes):
     if any(s is None for s in ins):
         return list(ins), [None], []
     out = list(ins[0])
@@ -78,7 +78,7 @@ def _cat_bwd(ctx, p, og, ins, outs, ig, req, aux):
 
 
 # ---------------------------------------------------------------- _test_count
-def _count_infer(p, ins, aux):
+def _count_infer(p, ins, aux, out_shapes):
     return list(ins), [ins[0]], [(1,)]
 
 
@@ -111,7 +111,7 @@ def _wmul_bwd(ctx, p, og, ins, outs, ig, req, aux):
 
 
 # ---------------------------------------------------------------- _test_sumloss
-def _loss_infer(p, ins, aux):
+def _loss_infer(p, ins, aux, out_shapes):
     return list(ins), [ins[0]], []
 
 

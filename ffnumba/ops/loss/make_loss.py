@@ -135,9 +135,10 @@ _FWD = {'cpu': _copy_cpu, 'gpu': COPY_FORWARD['gpu']}
 
 register_op(OpDef(
     name='MakeLoss',
+    backward_reads=(),
     float_only=True,
     arguments=['data'],
-    infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
+    infer_shape=same_shape,
     forward=_FWD,
     backward={'cpu': _makeloss_backward_cpu, 'gpu': _makeloss_backward_gpu},
     params=MakeLossParam,
@@ -148,9 +149,10 @@ register_op(OpDef(
 
 register_op(OpDef(
     name='make_loss',
+    backward_reads=(),
     float_only=True,
     arguments=['data'],
-    infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
+    infer_shape=same_shape,
     forward=_FWD,
     backward={'cpu': _const_backward(1.0, 'cpu'), 'gpu': _const_backward(1.0, 'gpu')},
     is_loss=True,
@@ -162,7 +164,7 @@ register_op(OpDef(
     name='BlockGrad',
     aliases=('stop_gradient',),
     arguments=['data'],
-    infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
+    infer_shape=same_shape,
     forward=_FWD,
     backward={'cpu': _const_backward(0.0, 'cpu'), 'gpu': _const_backward(0.0, 'gpu')},
     is_loss=True,

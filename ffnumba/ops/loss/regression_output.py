@@ -49,7 +49,7 @@ class RegressionOutputParam(Params):
     grad_scale = Field(float, 1.0, 'Scale applied to the gradient.')
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d, lab = ins[0], ins[1]
     if d is None:
@@ -151,6 +151,7 @@ for _name, _fwd, _sign in (
     register_op(OpDef(
         name=_name,
         float_only=True,
+        backward_reads=('label', 'output'),
         arguments=['data', 'label'],
         infer_shape=_infer_shape,
         forward=_fwd,

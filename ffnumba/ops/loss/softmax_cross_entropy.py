@@ -38,7 +38,7 @@ cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = []
 
 
-def _infer(p, in_shapes, aux_shapes):
+def _infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     if d is not None:
@@ -204,6 +204,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='softmax_cross_entropy',
+    backward_reads=('data', 'label'),
     float_only=('data',),
     arguments=['data', 'label'],
     infer_shape=_infer,

@@ -93,7 +93,7 @@ def _view(p, shape):
     return n, size // max(n, 1), 1
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d, lab = ins[0], ins[1]
     if d is None:
@@ -335,6 +335,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='SoftmaxOutput',
+    backward_reads=('label', 'output'),   # dx = (y - onehot(label)) * scale
     float_only=True,
     aliases=('Softmax',),
     arguments=['data', 'label'],

@@ -53,7 +53,7 @@ class SVMOutputParam(Params):
         require_finite(self, 'margin', 'regularization_coefficient')
 
 
-def _infer(p, in_shapes, aux_shapes):
+def _infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     if d is not None:
@@ -158,6 +158,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='SVMOutput',
+    backward_reads=('data', 'label'),
     float_only=('data',),
     arguments=['data', 'label'],
     params=SVMOutputParam,

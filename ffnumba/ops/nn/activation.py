@@ -136,7 +136,7 @@ register_op(OpDef(
     name='Activation',
     float_only=True,
     arguments=['data'],
-    infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
+    infer_shape=same_shape,
     forward={d: _dispatch(0, d) for d in ('cpu', 'gpu')},
     backward={d: _dispatch(1, d) for d in ('cpu', 'gpu')},
     # the gradient is written in terms of y, except softsign's (in terms of x)

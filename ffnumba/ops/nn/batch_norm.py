@@ -97,7 +97,7 @@ def _axis(p, ndim):
     return ax
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins, aux = list(in_shapes), list(aux_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])
@@ -454,6 +454,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='BatchNorm',
+    backward_reads=('data', 'gamma'),   # batch mean/var live in the node's state
     float_only=True,
     arguments=['data', 'gamma', 'beta'],
     aux=['moving_mean', 'moving_var'],

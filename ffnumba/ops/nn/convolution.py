@@ -221,7 +221,7 @@ def _arguments(p):
     return ['data', 'weight'] if p.no_bias else ['data', 'weight', 'bias']
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     """Weight and bias from the data; the output from data and params."""
     ins = list(in_shapes)
     names = _arguments(p)
@@ -361,6 +361,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Convolution',
+    backward_reads=('data', 'weight'),   # dx = W * dy, dW = x * dy, db = sum dy
     float_only=True,
     arguments=_arguments,
     infer_shape=_infer_shape,

@@ -193,9 +193,10 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Dropout',
+    backward_reads=(),   # dx = dy * mask; the mask lives in the node's state
     float_only=True,
     arguments=['data'],
-    infer_shape=lambda p, ins, aux: same_shape(p, ins, aux, ['data']),
+    infer_shape=same_shape,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
     backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},
     params=DropoutParam,

@@ -47,7 +47,7 @@ class EmbeddingParam(Params):
     sparse_grad = Field(bool, False, 'Accepted; the gradient is always dense here.')
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])[:-1]
@@ -183,6 +183,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Embedding',
+    backward_reads=('data',),   # the indices; dW scatters dy
     float_only=('weight',),
     arguments=['data', 'weight'],
     params=EmbeddingParam,

@@ -53,7 +53,7 @@ def _arguments(p):
     return ['data', 'weight'] if p.no_bias else ['data', 'weight', 'bias']
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     """Weight/bias from data, and (flatten) the batch size from the output."""
     ins = list(in_shapes)
     names = _arguments(p)

@@ -66,13 +66,13 @@ def _view(p, shape):
     return n * shape[1], s, 1
 
 
-def _infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])
     if ins[0] is not None:
         _view(p, ins[0])
-    return same_shape(p, ins, aux_shapes, ['data'])
+    return same_shape(p, ins, aux_shapes, out_shapes)
 
 
 @njit(**JIT)
@@ -183,6 +183,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='L2Normalization',
+    backward_reads=('data',),
     float_only=True,
     arguments=['data'],
     num_hidden_outputs=1,

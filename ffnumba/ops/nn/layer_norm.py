@@ -133,7 +133,7 @@ def _stat_shape(op, p, shape):
 
 
 def _make_infer(op):
-    def infer(p, in_shapes, aux_shapes, out_shapes=None):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         ins = list(in_shapes)
         if ins[0] is None and out_shapes and out_shapes[0] is not None:
             ins[0] = tuple(out_shapes[0])
@@ -428,7 +428,7 @@ _DOCS = {
 for _op, (_summary, _params, _inputs) in _DOCS.items():
     _fwd, _bwd = _make_compute(_op)
     register_op(OpDef(
-        name=_op, float_only=True, arguments=['data', 'gamma', 'beta'], outputs=_outputs,
+        name=_op, float_only=True, backward_reads=('data', 'gamma'), arguments=['data', 'gamma', 'beta'], outputs=_outputs,
         num_hidden_outputs=_hidden, params=_params, infer_shape=_make_infer(_op),
         infer_type=_infer_type, forward=_fwd, backward=_bwd,
         doc='%s\n\n%s' % (_summary, __doc__), input_docs=_inputs))

@@ -135,7 +135,7 @@ def _outputs(p):
     return ['output', 'mask'] if p.act_type == 'rrelu' else ['output']
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])
@@ -430,8 +430,15 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                   in_grads[0].reshape(-1), req[0] == 'add')
 
 
+
+def _backward_reads(p):
+    """leaky, elu, selu, gelu: the derivative at x; prelu: x and gamma; rrelu: x and the mask."""
+    return {'prelu': ('data', 'gamma'), 'rrelu': ('data', 'mask')}.get(p.act_type, ('data',))
+
+
 _OP = register_op(OpDef(
     name='LeakyReLU',
+    backward_reads=_backward_reads,
     float_only=True,
     arguments=_arguments,
     outputs=_outputs,

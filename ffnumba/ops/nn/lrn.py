@@ -147,14 +147,14 @@ def _split(shape):
     return shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     if in_shapes[0] is None and out_shapes and out_shapes[0] is not None:
         in_shapes = [tuple(out_shapes[0])]
     d = in_shapes[0]
     if d is not None and len(d) < 2:
         raise ShapeError('LRN: data must have ndim >= 2 (N, C, ...). Received: data shape %s'
                          % (tuple(d),))
-    return same_shape(p, in_shapes, aux_shapes, ['data'])
+    return same_shape(p, in_shapes, aux_shapes, out_shapes)
 
 
 def _scale(ctx, shape, dtype):
@@ -213,6 +213,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='LRN',
+    backward_reads=('data',),
     float_only=True,
     arguments=['data'],
     params=LRNParam,

@@ -166,7 +166,7 @@ def _out_spatial(p, data):
     return tuple(out)
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     """The output from the data and params (no inputs to fill)."""
     data = in_shapes[0]
     if data is None:
@@ -442,8 +442,16 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                      _geom(p, x.shape, y.shape), mode, include, pv, req[0] == 'add')
 
 
+
+def _backward_reads(p):
+    """Max pooling finds each window's maximum in x again; avg and sum need only dy;
+    lp reads x and y (dx = dy * x |x|^(p-2) / y^(p-1))."""
+    return {'max': ('data',), 'avg': (), 'sum': ()}.get(p.pool_type, ('data', 'output'))
+
+
 register_op(OpDef(
     name='Pooling',
+    backward_reads=_backward_reads,
     float_only=True,
     arguments=['data'],
     infer_shape=_infer_shape,

@@ -141,7 +141,7 @@ def _outputs(p):
     return ['output', 'state_output'] + (['statecell_output'] if p.mode == 'lstm' else [])
 
 
-def _infer_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     outs = list(out_shapes) if out_shapes else [None] * len(_outputs(p))
     H, L, D = p.state_size, p.num_layers, _dirs(p)

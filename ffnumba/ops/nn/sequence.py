@@ -62,7 +62,7 @@ def _args(p):
 
 
 def _make_infer(kind):
-    def infer(p, in_shapes, aux_shapes):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         ins = list(in_shapes)
         d = ins[0]
         if d is None:

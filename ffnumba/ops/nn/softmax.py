@@ -307,7 +307,7 @@ def _inv_temperature(p):
     return 1.0 if p.temperature is None else 1.0 / p.temperature
 
 
-def _softmax_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _softmax_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None and out_shapes and out_shapes[0] is not None:
         ins[0] = tuple(out_shapes[0])
@@ -344,6 +344,7 @@ for _name, _log, _inv in (('softmax', False, _inv_temperature),
     register_op(OpDef(
         name=_name,
         float_only=('data',),
+        backward_reads=lambda p: ('length', 'output') if p.use_length else ('output',),
         arguments=_arguments,
         params=SoftmaxParam,
         infer_shape=_softmax_shape,
@@ -359,6 +360,7 @@ for _name, _log, _inv in (('softmax', False, _inv_temperature),
 _f, _b = _make(_activation_split, lambda p: 1.0, False)
 register_op(OpDef(
     name='SoftmaxActivation',
+    backward_reads=('output',),
     float_only=True,
     arguments=['data'],
     params=SoftmaxActivationParam,

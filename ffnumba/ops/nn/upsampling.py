@@ -72,7 +72,7 @@ def _check4(name, shape):
                          % (name, tuple(shape)))
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     names = _arguments(p)
     d0 = ins[0]
@@ -384,6 +384,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='UpSampling',
+    backward_reads=lambda p: ('data', 'weight') if p.sample_type == 'bilinear' else (),
     float_only=True,
     arguments=_arguments,
     params=UpSamplingParam,

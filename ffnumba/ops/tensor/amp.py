@@ -99,7 +99,7 @@ def _finite_args(p):
                                                           for i in range(p.num_arrays)]
 
 
-def _finite_shape(p, in_shapes, aux_shapes):
+def _finite_shape(p, in_shapes, aux_shapes, out_shapes):
     return list(in_shapes), [(1,)], []
 
 
@@ -162,7 +162,7 @@ def _amp_cast_type(p, in_types, aux_types):
     return [t], [np_dtype(p.dtype) if _is_float(t) else np.dtype(t)], []
 
 
-def _same_shapes(p, in_shapes, aux_shapes):
+def _same_shapes(p, in_shapes, aux_shapes, out_shapes):
     return list(in_shapes), [None if s is None else tuple(s) for s in in_shapes], []
 
 
@@ -190,7 +190,7 @@ def _make_cast(dev):
 _CAST = {dev: _make_cast(dev) for dev in ('cpu', 'gpu')}
 
 register_op(OpDef(
-    name='amp_cast', arguments=['data'], infer_shape=_same_shapes, infer_type=_amp_cast_type,
+    name='amp_cast', arguments=['data'], backward_reads=(), infer_shape=_same_shapes, infer_type=_amp_cast_type,
     forward={d: f for d, (f, _) in _CAST.items()},
     backward={d: b for d, (_, b) in _CAST.items()}, params=AmpCastParam,
     doc='Cast a float array to `dtype` (other dtypes pass unchanged); the gradient is cast '
@@ -214,7 +214,7 @@ def _multicast_type(p, in_types, aux_types):
 
 
 register_op(OpDef(
-    name='amp_multicast', arguments=_multicast_args, infer_shape=_same_shapes,
+    name='amp_multicast', arguments=_multicast_args, backward_reads=(), infer_shape=_same_shapes,
     infer_type=_multicast_type, outputs=lambda p: ['output%d' % i for i in range(p.num_outputs)],
     forward={d: f for d, (f, _) in _CAST.items()},
     backward={d: b for d, (_, b) in _CAST.items()}, params=AmpMultiCastParam,

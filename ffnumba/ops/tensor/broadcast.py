@@ -63,7 +63,7 @@ def broadcast_shape(lshape, rshape):
     return tuple(out)
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None or ins[1] is None:
         return ins, [None], list(aux_shapes)
@@ -99,6 +99,11 @@ BROADCAST = {
                                '1 where lhs <= rhs, else 0 (broadcasting).'),
 }
 
+#: what the backward of a broadcast op reads where it is not both operands: the
+#: derivatives of + and - are constants, the comparisons' are zero.
+BROADCAST_READS = dict({'broadcast_add': (), 'broadcast_sub': ()},
+                       **{n: () for n, v in BROADCAST.items() if v[1] is _zero})
+
 for _name, (_f, _da, _db, _aliases, _summary) in BROADCAST.items():
     _fwd, _bwd = make_binary_broadcast(_f, _da, _db)
     if _name == 'broadcast_power':      # x ** n on ints aborts in LLVM: see ops._float_compute
@@ -106,6 +111,7 @@ for _name, (_f, _da, _db, _aliases, _summary) in BROADCAST.items():
     register_op(OpDef(
         name=_name,
         aliases=_aliases,
+        backward_reads=BROADCAST_READS.get(_name, ('lhs', 'rhs')),
         arguments=['lhs', 'rhs'],
         infer_shape=_infer_shape,
         forward=_fwd,

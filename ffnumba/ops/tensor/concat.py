@@ -42,7 +42,7 @@ def _concat_args(p):
     return ['arg%d' % i for i in range(p.num_args)]
 
 
-def _concat_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _concat_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     o = out_shapes[0] if out_shapes else None
     names = _concat_args(p)
@@ -132,6 +132,7 @@ def _concat_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux)
 
 register_op(OpDef(
     name='Concat',
+    backward_reads=(),   # slices of dy
     aliases=('concat',),
     arguments=_concat_args,
     infer_shape=_concat_infer,
@@ -158,7 +159,7 @@ def _split_outputs(p):
     return ['output%d' % i for i in range(p.num_outputs)]
 
 
-def _split_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _split_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     k = p.num_outputs
     d = ins[0]
@@ -238,6 +239,7 @@ def _split_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='SliceChannel',
+    backward_reads=(),
     aliases=('split',),
     arguments=['data'],
     outputs=_split_outputs,
@@ -274,7 +276,7 @@ def _slice_range(p, shape):
     return a, b, e
 
 
-def _slice_infer(p, in_shapes, aux_shapes):
+def _slice_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     if d is None:
@@ -322,6 +324,7 @@ def _slice_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='slice_axis',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_slice_infer,
     forward={'cpu': _slice_forward, 'gpu': _slice_forward_gpu},

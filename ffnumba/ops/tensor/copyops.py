@@ -69,13 +69,14 @@ def _squeeze_out(p, d):
     return out if out else (1,)
 
 
-def _squeeze_infer(p, in_shapes, aux_shapes):
+def _squeeze_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else _squeeze_out(p, d)], list(aux_shapes)
 
 
 register_op(OpDef(
     name='squeeze',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_squeeze_infer,
     params=SqueezeParam,
@@ -117,7 +118,7 @@ def _rlike_out(p, lhs, rhs):
     return out
 
 
-def _rlike_infer(p, in_shapes, aux_shapes):
+def _rlike_infer(p, in_shapes, aux_shapes, out_shapes):
     lhs, rhs = in_shapes
     out = None if lhs is None or rhs is None else _rlike_out(p, lhs, rhs)
     return list(in_shapes), [out], list(aux_shapes)
@@ -137,6 +138,7 @@ def _rlike_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='reshape_like',
+    backward_reads=(),
     arguments=['lhs', 'rhs'],
     infer_shape=_rlike_infer,
     infer_type=first_type,
@@ -154,6 +156,7 @@ register_op(OpDef(
 # ----------------------------------------------------------------------- _copy
 register_op(OpDef(
     name='_copy',
+    backward_reads=(),
     aliases=('identity',),
     arguments=['data'],
     infer_shape=same_shape,
@@ -216,9 +219,10 @@ def _addn_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='add_n',
+    backward_reads=(),
     aliases=('ElementWiseSum',),
     arguments=lambda p: ['arg%d' % i for i in range(p.num_args)],
-    infer_shape=lambda p, i, a: same_shape(p, i, a, ['arg%d' % k for k in range(len(i))]),
+    infer_shape=same_shape,
     forward={'cpu': _addn_forward, 'gpu': _addn_forward},
     backward={'cpu': _addn_backward, 'gpu': _addn_backward},
     params=AddNParam,
@@ -236,7 +240,7 @@ def _int64_out(p, in_types, aux_types):
 
 
 def _make_meta(name, value_of, doc):
-    def infer(p, in_shapes, aux_shapes):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         d = in_shapes[0]
         return list(in_shapes), [None if d is None else (len(value_of((0,) * len(d))),)], \
             list(aux_shapes)

@@ -89,7 +89,7 @@ def _plan(name, d, b):
 
 
 def _make(name, inverse):
-    def infer_shape(p, in_shapes, aux_shapes):
+    def infer_shape(p, in_shapes, aux_shapes, out_shapes):
         ins = list(in_shapes)
         d = ins[0]
         if d is None:
@@ -105,7 +105,7 @@ def _make(name, inverse):
                         in_grads[0], req[0])
 
     register_op(OpDef(
-        name=name, arguments=['data'], infer_shape=infer_shape,
+        name=name, arguments=['data'], backward_reads=(), infer_shape=infer_shape,
         forward={'cpu': forward, 'gpu': forward}, backward={'cpu': backward, 'gpu': backward},
         params=DepthSpaceParam,
         doc='%s (the inverse of %s); see the module docs for the formula.\n\n%s'

@@ -78,7 +78,7 @@ def _plan(k, axis1, axis2, d):
     return Plan(maps, [1] * len(maps))
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return [None], [None], []
@@ -115,7 +115,7 @@ def _backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 
 register_op(OpDef(
-    name='diag', arguments=['data'], infer_shape=_infer_shape,
+    name='diag', arguments=['data'], backward_reads=(), infer_shape=_infer_shape,
     forward={'cpu': _forward, 'gpu': _forward}, backward={'cpu': _backward, 'gpu': _backward},
     params=DiagParam, doc=__doc__,
     input_docs={'data': 'A vector (builds a matrix) or an array of rank >= 2.'}))

@@ -124,7 +124,7 @@ def dot_shape(lshape, rshape, ta, tb):
     return (lfree + rfree) or (1,)
 
 
-def _dot_infer(p, in_shapes, aux_shapes):
+def _dot_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None or ins[1] is None:
         return ins, [None], list(aux_shapes)
@@ -199,7 +199,7 @@ def batch_dot_shape(lshape, rshape, ta, tb):
     return tuple(lshape[:-2]) + (n, m)
 
 
-def _bdot_infer(p, in_shapes, aux_shapes):
+def _bdot_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None or ins[1] is None:
         return ins, [None], list(aux_shapes)
@@ -298,6 +298,7 @@ _BDOT_FWD, _BDOT_BWD = float64_compute({'cpu': _bdot_forward, 'gpu': _bdot_forwa
 
 register_op(OpDef(
     name='dot',
+    backward_reads=('lhs', 'rhs'),
     arguments=['lhs', 'rhs'],
     infer_shape=_dot_infer,
     forward=_DOT_FWD,
@@ -313,6 +314,7 @@ register_op(OpDef(
 
 register_op(OpDef(
     name='batch_dot',
+    backward_reads=('lhs', 'rhs'),
     arguments=['lhs', 'rhs'],
     infer_shape=_bdot_infer,
     forward=_BDOT_FWD,

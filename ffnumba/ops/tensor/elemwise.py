@@ -69,7 +69,7 @@ class ScalarParam(Params):
     _ignored = ('is_int',)
 
 
-def _binary_shape(p, in_shapes, aux_shapes):
+def _binary_shape(p, in_shapes, aux_shapes, out_shapes):
     a, b = in_shapes
     if a is not None and b is not None and tuple(a) != tuple(b):
         raise ShapeError('elementwise operands must have the same shape (use broadcast_* ops to '
@@ -79,7 +79,7 @@ def _binary_shape(p, in_shapes, aux_shapes):
     return [known, known], [known], list(aux_shapes)
 
 
-def _unary_shape(p, in_shapes, aux_shapes):
+def _unary_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else tuple(d)], list(aux_shapes)
 
@@ -474,12 +474,20 @@ _UN_DOCS = {'data': 'Input array.'}
 FLOAT64_COMPUTE = ('_power', '_power_scalar', '_rpower_scalar')
 
 
+#: ops whose derivative is a constant (or zero): their backward reads neither x nor y
+CONSTANT_DERIVATIVE = ('elemwise_add', 'elemwise_sub', '_plus_scalar', '_minus_scalar',
+                       '_rminus_scalar', '_mul_scalar', '_div_scalar', '_mod_scalar')
+
+
 def _register_binary(name, f, dfa, dfb, hint, aliases):
     fwd, bwd = make_binary(f, dfa, dfb)
+    zero = dfa is _zero2 and dfb is _zero2
     if name in FLOAT64_COMPUTE:
         fwd, bwd = float64_compute(fwd, bwd)
     register_op(OpDef(name=name, arguments=['lhs', 'rhs'], infer_shape=_binary_shape,
                       forward=fwd, backward=bwd, aliases=aliases, hint=hint,
+                      backward_reads=(() if zero or name in CONSTANT_DERIVATIVE
+                                      else ('lhs', 'rhs')),
                       doc=__doc__, input_docs=_BIN_DOCS))
 
 
@@ -489,6 +497,8 @@ def _register_scalar(name, f, df, uses, hint, aliases):
         fwd, bwd = float64_compute(fwd, bwd)
     register_op(OpDef(name=name, arguments=['data'], infer_shape=_unary_shape,
                       forward=fwd, backward=bwd, params=ScalarParam, aliases=aliases,
+                      backward_reads=(() if name in CONSTANT_DERIVATIVE or df is _s_zero
+                                      else ('outputs',) if uses == 'output' else ('inputs',)),
                       hint=hint, doc=__doc__, input_docs=_UN_DOCS))
 
 

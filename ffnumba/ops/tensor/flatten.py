@@ -54,7 +54,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         in_grads[0].reshape(-1)[...] += out_grads[0].reshape(-1)
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     if d is None:
@@ -67,6 +67,7 @@ def _infer_shape(p, in_shapes, aux_shapes):
 
 register_op(OpDef(
     name='Flatten',
+    backward_reads=(),   # a copy: dx = dy reshaped
     aliases=('flatten',),
     arguments=['data'],
     infer_shape=_infer_shape,

@@ -35,7 +35,7 @@ class GatherIndexError(FFError, IndexError):
     """An index of ``gather_nd`` outside its axis (an ``IndexError``, as in MXNet)."""
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     d, i = in_shapes
     if d is None or i is None:
         return list(in_shapes), [None], []
@@ -173,7 +173,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 
 register_op(OpDef(
-    name='gather_nd', arguments=['data', 'indices'], infer_shape=_infer_shape,
+    name='gather_nd', arguments=['data', 'indices'], backward_reads=('indices',), infer_shape=_infer_shape,
     infer_type=_infer_type,
     forward={'cpu': _forward_cpu, 'gpu': _forward_gpu},
     backward={'cpu': _backward_cpu, 'gpu': _backward_gpu},

@@ -100,7 +100,7 @@ def _args(p):
     return ['data'] if p.bin_cnt is not None else ['data', 'bins']
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if p.bin_cnt is not None:
         return ins, [(p.bin_cnt,), (p.bin_cnt + 1,)], []

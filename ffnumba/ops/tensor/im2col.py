@@ -155,7 +155,7 @@ def _run(dev, img, col, g, to_col, req='write'):
                   to_col)
 
 
-def _im2col_shape(p, in_shapes, aux_shapes):
+def _im2col_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return [None], [None], []
@@ -166,7 +166,7 @@ def _im2col_shape(p, in_shapes, aux_shapes):
     return [tuple(d)], [(d[0], d[1] * g[0] * g[1], g[10] * g[11])], []
 
 
-def _col2im_shape(p, in_shapes, aux_shapes):
+def _col2im_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return [None], [None], []
@@ -217,7 +217,7 @@ for _name, _make, _shape, _params, _doc in (
         ('col2im', _col2im, _col2im_shape, Col2imParam, 'Columns (N, C*prod(kernel), L).')):
     _fb = {d: _make(d) for d in ('cpu', 'gpu')}
     register_op(OpDef(
-        name=_name, arguments=['data'], infer_shape=_shape,
+        name=_name, arguments=['data'], backward_reads=(), infer_shape=_shape,
         forward={d: f for d, (f, _) in _fb.items()},
         backward={d: b for d, (_, b) in _fb.items()}, params=_params,
         doc='%s; see the module docs.\n\n%s' % (_name, __doc__), input_docs={'data': _doc}))

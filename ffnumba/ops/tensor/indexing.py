@@ -88,7 +88,7 @@ class TakeParam(Params):
                  choices=('clip', 'wrap', 'raise'))
 
 
-def _take_infer(p, in_shapes, aux_shapes):
+def _take_infer(p, in_shapes, aux_shapes, out_shapes):
     a, idx = in_shapes
     if a is None or idx is None:
         return list(in_shapes), [None], list(aux_shapes)
@@ -137,6 +137,7 @@ def _take_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='take',
+    backward_reads=('indices',),
     arguments=['a', 'indices'],
     infer_shape=_take_infer,
     infer_type=_index_types,
@@ -226,7 +227,7 @@ def _pick_dims(p, d, op='pick'):
     return a, int(np.prod(d[:a])), d[a], int(np.prod(d[a + 1:]))
 
 
-def _pick_infer(p, in_shapes, aux_shapes):
+def _pick_infer(p, in_shapes, aux_shapes, out_shapes):
     d, idx = in_shapes
     if d is None:
         return list(in_shapes), [None], list(aux_shapes)
@@ -303,6 +304,7 @@ def _pick_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='pick',
+    backward_reads=('index',),
     aliases=('choose_element_0index',),
     arguments=['data', 'index'],
     infer_shape=_pick_infer,
@@ -336,7 +338,7 @@ def _bt_types(p, in_types, aux_types):
     return [a, idx], [a], list(aux_types)
 
 
-def _bt_infer(p, in_shapes, aux_shapes):
+def _bt_infer(p, in_shapes, aux_shapes, out_shapes):
     a, idx = in_shapes
     if a is None or idx is None:
         return list(in_shapes), [None if idx is None else tuple(idx)], list(aux_shapes)
@@ -358,6 +360,7 @@ def _bt_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='batch_take',
+    backward_reads=('indices',),
     arguments=['a', 'indices'],
     infer_shape=_bt_infer,
     infer_type=_bt_types,
@@ -409,7 +412,7 @@ class OneHotParam(Params):
     dtype = Field('dtype', 'float32', 'Output dtype.')
 
 
-def _one_hot_infer(p, in_shapes, aux_shapes):
+def _one_hot_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else tuple(d) + (p.depth,)], list(aux_shapes)
 

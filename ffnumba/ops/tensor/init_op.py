@@ -102,7 +102,7 @@ class EyeParam(Params):
 
 
 # ------------------------------------------------------------------ inference
-def _init_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _init_shape(p, in_shapes, aux_shapes, out_shapes):
     want = tuple(max(int(d), 0) for d in p.shape)   # -1 is unknown too
     o = out_shapes[0] if out_shapes else None
     if o is not None:
@@ -124,7 +124,7 @@ def _arange_len(p):
     return start, n
 
 
-def _arange_shape(p, in_shapes, aux_shapes):
+def _arange_shape(p, in_shapes, aux_shapes, out_shapes):
     return [], [(_arange_len(p)[1] * p.repeat,)], []
 
 
@@ -133,11 +133,11 @@ def _linspace_step(p):
     return (p.stop - p.start) / div if div > 0 else 0.0
 
 
-def _linspace_shape(p, in_shapes, aux_shapes):
+def _linspace_shape(p, in_shapes, aux_shapes, out_shapes):
     return [], [(p.num,)], []
 
 
-def _eye_shape(p, in_shapes, aux_shapes):
+def _eye_shape(p, in_shapes, aux_shapes, out_shapes):
     return [], [(p.N, p.M or p.N)], []
 
 
@@ -272,7 +272,7 @@ def _stack_axis(p, out_ndim):
     return _axis(p.axis, out_ndim, 'axis', 'stack', ())
 
 
-def _stack_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _stack_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     names = _stack_args(p)
     o = out_shapes[0] if out_shapes else None

@@ -83,7 +83,7 @@ def _axes_of(p, shape):
     return reduce_axes(_spec(p), shape)
 
 
-def _infer(p, in_shapes, aux_shapes):
+def _infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     n_out = 2 if p.op_name == 'moments' else 1
     if ins[0] is None:

@@ -127,7 +127,7 @@ def _arg_out(axis, keepdims, d, op):
 
 
 def _make_arg(name, want_max, get_axis, get_keep, params, doc, aliases=()):
-    def infer(p, in_shapes, aux_shapes):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         d = in_shapes[0]
         out = None if d is None else _arg_out(get_axis(p), get_keep(p), d, name)
         return list(in_shapes), [out], list(aux_shapes)
@@ -319,7 +319,11 @@ def _k_of(p, n, shape, op):
     return k
 
 
-def _topk_infer(p, in_shapes, aux_shapes, op='topk'):
+def _topk_infer(p, in_shapes, aux_shapes, out_shapes):
+    return _topk_shapes(p, in_shapes, aux_shapes, 'topk')
+
+
+def _topk_shapes(p, in_shapes, aux_shapes, op):
     d = in_shapes[0]
     n_out = 2 if p.ret_typ == 'both' else 1
     if d is None:
@@ -459,8 +463,8 @@ class _AsTopK:
 
 
 def _register_sort(name, params, ret_typ, doc, outputs, hidden):
-    def infer(p, in_shapes, aux_shapes):
-        return _topk_infer(_AsTopK(p, ret_typ), in_shapes, aux_shapes, name)
+    def infer(p, in_shapes, aux_shapes, out_shapes):
+        return _topk_shapes(_AsTopK(p, ret_typ), in_shapes, aux_shapes, name)
 
     def infer_type(p, in_types, aux_types):
         return _topk_type(_AsTopK(p, ret_typ), in_types, aux_types)

@@ -93,7 +93,7 @@ def _pad_plan(p, shapes):
                  for a, n in enumerate(d)], cstrides(d))
 
 
-def _pad_infer(p, in_shapes, aux_shapes):
+def _pad_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     return list(in_shapes), [None if d is None else _pad_check(p, d)], list(aux_shapes)
 
@@ -102,6 +102,7 @@ _PAD_F, _PAD_B = make_gather_op(_pad_plan, fill_of=lambda p: p.constant_value)
 
 register_op(OpDef(
     name='Pad',
+    backward_reads=(),   # dx gathers dy (reflect/edge add the mirrored parts)
     aliases=('pad',),
     arguments=['data'],
     infer_shape=_pad_infer,
@@ -156,7 +157,7 @@ def _crop_box(p, shapes):
     return d, y, x, h, w
 
 
-def _crop_infer(p, in_shapes, aux_shapes):
+def _crop_infer(p, in_shapes, aux_shapes, out_shapes):
     if any(s is None for s in in_shapes):
         return list(in_shapes), [None], list(aux_shapes)
     d, _, _, h, w = _crop_box(p, in_shapes)
@@ -173,6 +174,7 @@ _CROP_F, _CROP_B = make_gather_op(_crop_plan)
 
 register_op(OpDef(
     name='Crop',
+    backward_reads=(),
     arguments=lambda p: ['arg%d' % i for i in range(p.num_args)],
     infer_shape=_crop_infer,
     infer_type=first_type,

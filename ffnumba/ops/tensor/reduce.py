@@ -93,16 +93,16 @@ def reduce_shape(p, shape):
     return out if out else (1,)
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     if ins[0] is None:
         return ins, [None], list(aux_shapes)
     return ins, [reduce_shape(p, ins[0])], list(aux_shapes)
 
 
-def _infer_shape_nonempty(p, in_shapes, aux_shapes):
+def _infer_shape_nonempty(p, in_shapes, aux_shapes, out_shapes):
     """Shape inference of max/min: a zero-length reduced axis has no value (numpy refuses too)."""
-    res = _infer_shape(p, in_shapes, aux_shapes)
+    res = _infer_shape(p, in_shapes, aux_shapes, out_shapes)
     shape = in_shapes[0]
     if shape is not None and any(shape[d] == 0 for d in reduce_axes(p, shape)):
         raise ShapeError('%s: cannot reduce over a zero-length axis (no identity): input '
@@ -194,6 +194,8 @@ for _name, (_comb, _fin, _grad, _pre, _aliases, _empty, _summary) in _REDUCE.ite
         name=_name,
         aliases=_aliases,
         arguments=['data'],
+        backward_reads={'sum': (), 'mean': (), 'nansum': ('data',)}.get(
+            _name, ('inputs', 'outputs')),
         infer_shape=_infer_shape if _empty is not None else _infer_shape_nonempty,
         forward=_fwd,
         backward=_bwd,

@@ -39,12 +39,13 @@ def _register(name, params, infer, plan, doc, aliases=(), args=('data',), docs=N
     fwd, bwd = make_gather_op(plan)
     register_op(OpDef(name=name, aliases=aliases, arguments=list(args), infer_shape=infer,
                       infer_type=first_type,
+                      backward_reads=(),   # an index map: dx sums dy back, reading no values
                       forward=fwd, backward=bwd, params=params, doc=doc,
                       input_docs=docs or {'data': 'Input array.'}))
 
 
 def _one_input(out_fn):
-    def infer(p, in_shapes, aux_shapes):
+    def infer(p, in_shapes, aux_shapes, out_shapes):
         d = in_shapes[0]
         return list(in_shapes), [None if d is None else tuple(out_fn(p, tuple(d)))], \
             list(aux_shapes)
@@ -205,7 +206,7 @@ def _blike_out(p, d, like):
     return tuple(out)
 
 
-def _blike_infer(p, in_shapes, aux_shapes):
+def _blike_infer(p, in_shapes, aux_shapes, out_shapes):
     d, like = in_shapes
     if d is None or like is None:
         return list(in_shapes), [None], list(aux_shapes)

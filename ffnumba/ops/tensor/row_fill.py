@@ -86,7 +86,7 @@ def _as32(a):
 
 
 # ------------------------------------------------------------------ fill_element_0index
-def _fill_shape(p, in_shapes, aux_shapes):
+def _fill_shape(p, in_shapes, aux_shapes, out_shapes):
     lhs, mhs, rhs = in_shapes
     if lhs is None:
         return list(in_shapes), [None], []
@@ -145,7 +145,7 @@ register_op(OpDef(
 
 
 # ------------------------------------------------------------------ _onehot_encode
-def _onehot_shape(p, in_shapes, aux_shapes):
+def _onehot_shape(p, in_shapes, aux_shapes, out_shapes):
     lhs, rhs = in_shapes
     if rhs is None:
         return list(in_shapes), [None], []

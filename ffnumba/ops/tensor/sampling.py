@@ -137,7 +137,7 @@ def _shuffle(p, data):
 
 
 # ------------------------------------------------------------------ registry glue
-def _draw_shape(p, in_shapes, aux_shapes):
+def _draw_shape(p, in_shapes, aux_shapes, out_shapes):
     return [], [tuple(p.shape)], []
 
 
@@ -145,7 +145,7 @@ def _draw_type(p, in_types, aux_types):
     return [], [np_dtype(p.dtype)], []
 
 
-def _multi_shape(p, in_shapes, aux_shapes):
+def _multi_shape(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return [None], [None], []
@@ -159,7 +159,7 @@ def _multi_type(p, in_types, aux_types):
     return [in_types[0]], [np_dtype(p.dtype)], []
 
 
-def _same_shape(p, in_shapes, aux_shapes):
+def _same_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     return ins, [None if ins[0] is None else tuple(ins[0])], []
 

@@ -258,7 +258,7 @@ def reshape_shape(p, dshape):
     return out
 
 
-def _reshape_infer(p, in_shapes, aux_shapes):
+def _reshape_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     out = None if ins[0] is None else reshape_shape(p, ins[0])
     return ins, [out], list(aux_shapes)
@@ -266,6 +266,7 @@ def _reshape_infer(p, in_shapes, aux_shapes):
 
 register_op(OpDef(
     name='Reshape',
+    backward_reads=(),   # a copy: dx = dy reshaped
     aliases=('reshape',),
     arguments=['data'],
     infer_shape=_reshape_infer,
@@ -304,7 +305,7 @@ def _perm(p, ndim, shape):
     return axes
 
 
-def _transpose_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _transpose_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     o = out_shapes[0] if out_shapes else None
@@ -350,6 +351,7 @@ def _transpose_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, a
 
 register_op(OpDef(
     name='transpose',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_transpose_infer,
     forward={'cpu': _transpose_forward, 'gpu': _transpose_forward_gpu},
@@ -368,7 +370,7 @@ class ExpandDimsParam(Params):
     axis = Field(int, doc='Where to insert the new axis, in [-ndim-1, ndim].')
 
 
-def _expand_infer(p, in_shapes, aux_shapes, out_shapes=None):
+def _expand_infer(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     d = ins[0]
     o = out_shapes[0] if out_shapes else None
@@ -389,6 +391,7 @@ def _expand_infer(p, in_shapes, aux_shapes, out_shapes=None):
 
 register_op(OpDef(
     name='expand_dims',
+    backward_reads=(),
     arguments=['data'],
     infer_shape=_expand_infer,
     forward={'cpu': _copy_forward, 'gpu': _COPY_FWD['gpu']},
@@ -419,7 +422,7 @@ def _cast_type(p, in_types, aux_types):
     return list(in_types), [np_dtype(p.dtype)], list(aux_types)
 
 
-def _cast_shape(p, in_shapes, aux_shapes, out_shapes=None):
+def _cast_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     o = out_shapes[0] if out_shapes else None
     if ins[0] is None and o is not None:
@@ -438,6 +441,7 @@ def _cast_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='Cast',
+    backward_reads=(),
     aliases=('cast',),
     arguments=['data'],
     infer_shape=_cast_shape,

@@ -111,7 +111,7 @@ def _slice_plan(p, shapes):
     return Plan([np.arange(r.start, r.stop, r.step) for r in rs], st)
 
 
-def _slice_infer(p, in_shapes, aux_shapes):
+def _slice_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     out = None if d is None else tuple(len(r) for r in slice_ranges(p, d))
     return list(in_shapes), [out], list(aux_shapes)
@@ -121,6 +121,7 @@ _SLICE_F, _SLICE_B = make_gather_op(_slice_plan)
 
 register_op(OpDef(
     name='slice',
+    backward_reads=(),
     aliases=('crop',),
     arguments=['data'],
     infer_shape=_slice_infer,
@@ -165,7 +166,7 @@ def _like_sizes(p, d, like):
     return tuple(out)
 
 
-def _slice_like_infer(p, in_shapes, aux_shapes):
+def _slice_like_infer(p, in_shapes, aux_shapes, out_shapes):
     d, like = in_shapes
     out = None if d is None or like is None else _like_sizes(p, d, like)
     return list(in_shapes), [out], list(aux_shapes)
@@ -180,6 +181,7 @@ _LIKE_F, _LIKE_B = make_gather_op(_slice_like_plan)
 
 register_op(OpDef(
     name='slice_like',
+    backward_reads=(),
     arguments=['data', 'shape_like'],
     infer_shape=_slice_like_infer,
     infer_type=first_type,
@@ -288,7 +290,7 @@ def _split_outputs(p):
     return ['output%d' % i for i in range(_n_parts(p))]
 
 
-def _split_infer(p, in_shapes, aux_shapes):
+def _split_infer(p, in_shapes, aux_shapes, out_shapes):
     d = in_shapes[0]
     if d is None:
         return list(in_shapes), [None] * _n_parts(p), list(aux_shapes)
@@ -329,6 +331,7 @@ def _split_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='_split_v2',
+    backward_reads=(),
     aliases=('split_v2',),
     arguments=['data'],
     outputs=_split_outputs,

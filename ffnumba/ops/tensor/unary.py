@@ -204,11 +204,7 @@ UNARY = {
 }
 
 
-def _infer(p, ins, aux, out_shapes=None):
-    ins = list(ins)
-    if ins[0] is None and out_shapes and out_shapes[0] is not None:
-        ins[0] = tuple(out_shapes[0])   # elementwise: the output gives the input
-    return same_shape(p, ins, aux, ['data'])
+_infer = same_shape   # elementwise: the output also gives the input
 
 
 for _name, (_f, _df, _uses, _summary) in UNARY.items():

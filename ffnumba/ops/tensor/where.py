@@ -62,7 +62,7 @@ def _where_bwd(cond, og, gx, gy, mode_x, mode_y):
                 gy[i, j] += g
 
 
-def _infer_shape(p, in_shapes, aux_shapes):
+def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     ins = list(in_shapes)
     for src in (1, 2):
         if ins[src] is not None:
@@ -177,6 +177,7 @@ def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 register_op(OpDef(
     name='where',
+    backward_reads=('condition',),
     arguments=['condition', 'x', 'y'],
     infer_shape=_infer_shape,
     infer_type=_infer_type,

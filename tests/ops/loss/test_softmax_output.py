@@ -176,7 +176,7 @@ def test_gradient_matches_numpy_reference(data, mode, normalization, use_ignore,
     shape = tuple(shape)
     op = get_op('SoftmaxOutput')
     p = op.parse_params(kw)
-    lshape = op.infer_shape(p, [shape, None], [])[0][1]
+    lshape = op.infer_shape(p, [shape, None], [], [None])[0][1]
     n, K, S = _view(kw, shape)
     rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
     x = rng.standard_normal(shape)
@@ -212,7 +212,7 @@ def test_label_shape_inference():
     op = get_op('SoftmaxOutput')
     p = op.parse_params(dict(multi_output=True))
     for lab in [(2, 9), (2, 3, 3), (2, 1, 3, 3)]:
-        assert op.infer_shape(p, [(2, 5, 3, 3), lab], [])[0][1] == lab
+        assert op.infer_shape(p, [(2, 5, 3, 3), lab], [], [None])[0][1] == lab
 
 
 def test_label_out_of_range_raises_naming_node():

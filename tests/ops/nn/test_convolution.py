@@ -90,7 +90,7 @@ def _run(op_name, p, arrays, head=None, req='write'):
     """Forward (and backward) through the registry's CPU kernels."""
     op = get_op(op_name)
     params = op.parse_params(p)
-    ins, outs, _ = op.infer_shape(params, [a.shape for a in arrays], [])
+    ins, outs, _ = op.infer_shape(params, [a.shape for a in arrays], [], [None])
     y = np.empty(outs[0], arrays[0].dtype)
     ctx = _ctx()
     op.forward['cpu'](ctx, params, arrays, [y], [])
@@ -124,10 +124,10 @@ def test_output_size_property(case):
     fits = all(dd * (kk - 1) + 1 <= ii + 2 * qq for ii, kk, qq, dd in zip(i, k, q, d))
     if not fits:
         with pytest.raises(ShapeError) as e:
-            op.infer_shape(params, [data, None, None], [])
+            op.infer_shape(params, [data, None, None], [], [None])
         assert str(data) in str(e.value) and str(k) in str(e.value)
         return
-    ins, outs, _ = op.infer_shape(params, [data, None, None], [])
+    ins, outs, _ = op.infer_shape(params, [data, None, None], [], [None])
     expected = tuple((ii + 2 * qq - dd * (kk - 1) - 1) // ss + 1
                      for ii, kk, ss, qq, dd in zip(i, k, s, q, d))
     assert outs[0] == (2, nf) + expected
@@ -148,7 +148,7 @@ def test_wrong_weight_shape_names_both(case, extra):
     data = (1, cin) + tuple(g[0] + 4 for g in geo)
     bad = (nf + extra, cin // groups) + k
     with pytest.raises(ShapeError) as e:
-        op.infer_shape(params, [data, bad, None], [])
+        op.infer_shape(params, [data, bad, None], [], [None])
     assert str(list(bad)) in str(e.value) and str((nf, cin // groups) + k) in str(e.value)
 
 
@@ -170,7 +170,7 @@ def test_graph_errors_name_node():
 def test_shape_errors(kw, data, what):
     op = get_op('Convolution')
     with pytest.raises(ShapeError) as e:
-        op.infer_shape(op.parse_params(kw), [data, None, None], [])
+        op.infer_shape(op.parse_params(kw), [data, None, None], [], [None])
     assert what in str(e.value) and str(data) in str(e.value)
 
 
@@ -274,7 +274,7 @@ def gpu_matches_cpu(op_name, p, shapes, monkeypatch, head_seed=7):
     op = get_op(op_name)
     params = op.parse_params(p)
     names = op.list_arguments(params)
-    ins, outs, _ = op.infer_shape(params, list(shapes) + [None] * (len(names) - len(shapes)), [])
+    ins, outs, _ = op.infer_shape(params, list(shapes) + [None] * (len(names) - len(shapes)), [], [None])
     rng = np.random.default_rng(head_seed)
     vals = [rng.uniform(-1, 1, s) for s in ins]
     head = rng.uniform(-1, 1, outs[0])

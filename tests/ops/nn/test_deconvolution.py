@@ -95,10 +95,10 @@ def test_output_size_property(case, use_target):
     data = (2, 3) + i
     if any(aa >= ss for aa, ss in zip(adj, s)) or min(expected) < 1:
         with pytest.raises(ShapeError) as e:
-            op.infer_shape(params, [data, None, None], [])
+            op.infer_shape(params, [data, None, None], [], [None])
         assert str(data) in str(e.value) or 'adj' in str(e.value)
         return
-    ins, outs, _ = op.infer_shape(params, [data, None, None], [])
+    ins, outs, _ = op.infer_shape(params, [data, None, None], [], [None])
     assert outs[0] == (2, 2) + expected
     if use_target:
         assert expected == p['target_shape']
@@ -116,7 +116,7 @@ def test_known_shapes_from_mxnet():
     def out(data, **kw):
         p = op.parse_params(kw)
         n = len(op.list_arguments(p))
-        return op.infer_shape(p, [data] + [None] * (n - 1), [])
+        return op.infer_shape(p, [data] + [None] * (n - 1), [], [None])
 
     ins, outs, _ = out((1, 3, 7, 7), kernel=(4, 4), stride=(2, 2), pad=(1, 1), num_filter=4)
     assert outs == [(1, 4, 14, 14)] and ins[1] == (3, 4, 4, 4) and len(ins) == 2
@@ -141,7 +141,7 @@ def test_shape_errors(kw, data, what):
     op = get_op('Deconvolution')
     p = op.parse_params(kw)
     with pytest.raises(ShapeError) as e:
-        op.infer_shape(p, [data] + [None] * (len(op.list_arguments(p)) - 1), [])
+        op.infer_shape(p, [data] + [None] * (len(op.list_arguments(p)) - 1), [], [None])
     assert what in str(e.value)
 
 

@@ -56,7 +56,7 @@ def test_infer_shape_property(shape, num_hidden, flatten, no_bias):
     op = get_op('FullyConnected')
     p = op.parse_params(dict(num_hidden=num_hidden, flatten=flatten, no_bias=no_bias))
     n_args = 2 if no_bias else 3
-    ins, outs, _ = op.infer_shape(p, [tuple(shape)] + [None] * (n_args - 1), [])
+    ins, outs, _ = op.infer_shape(p, [tuple(shape)] + [None] * (n_args - 1), [], [None])
     K = int(np.prod(shape[1:])) if flatten else shape[-1]
     assert ins[1] == (num_hidden, K)
     if not no_bias:
@@ -79,7 +79,7 @@ def test_wrong_weight_shape_names_both(shape, num_hidden):
     K = int(np.prod(shape[1:]))
     bad = (num_hidden, K + 1)
     with pytest.raises(ShapeError) as e:
-        op.infer_shape(p, [tuple(shape), bad, None], [])
+        op.infer_shape(p, [tuple(shape), bad, None], [], [None])
     msg = str(e.value)
     assert str(list(bad)) in msg and str((num_hidden, K)) in msg
 

@@ -91,7 +91,7 @@ def _ctx():
 def _run(p, x, head=None, req='write', init=None):
     op = get_op('Pooling')
     params = op.parse_params(p)
-    _, outs, _ = op.infer_shape(params, [x.shape], [])
+    _, outs, _ = op.infer_shape(params, [x.shape], [], [None])
     y = np.empty(outs[0], x.dtype)
     op.forward['cpu'](_ctx(), params, [x], [y], [])
     if head is None:
@@ -114,10 +114,10 @@ def test_output_size_property(i, k, s, q, conv, pool_type, two_d):
     params = op.parse_params(p)
     if k > i + 2 * q:
         with pytest.raises(ShapeError) as e:
-            op.infer_shape(params, [data], [])
+            op.infer_shape(params, [data], [], [None])
         assert str(data) in str(e.value) and str((k,) * nd) in str(e.value)
         return
-    _, outs, _ = op.infer_shape(params, [data], [])
+    _, outs, _ = op.infer_shape(params, [data], [], [None])
     num = i + 2 * q - k
     o = (int(np.ceil(num / s)) if conv == 'full' else num // s) + 1
     assert outs[0] == (2, 2) + (o,) * nd
@@ -246,7 +246,7 @@ def test_param_errors(kw, field):
 def test_shape_errors(kw, data, what):
     op = get_op('Pooling')
     with pytest.raises(ShapeError) as e:
-        op.infer_shape(op.parse_params(kw), [data], [])
+        op.infer_shape(op.parse_params(kw), [data], [], [None])
     assert what in str(e.value) and str(data) in str(e.value)
 
 

@@ -65,7 +65,7 @@ def test_tables_are_covered():
 def test_shape_mismatch_names_both_shapes():
     op = get_op('elemwise_add')
     with pytest.raises(ShapeError) as e:
-        op.infer_shape(op.parse_params({}), [(2, 3), (3, 2)], [])
+        op.infer_shape(op.parse_params({}), [(2, 3), (3, 2)], [], [None])
     assert '(2, 3)' in str(e.value) and '(3, 2)' in str(e.value)
     with pytest.raises(ShapeError):
         (sym.Variable('a') + sym.Variable('b')).infer_shape(a=(2, 3), b=(2, 4))

@@ -20,14 +20,14 @@ class TestFlatten(OpCase):
 @given(shape=st.lists(st.integers(0, 5), min_size=1, max_size=5))
 def test_infer_shape_property(shape):
     op = get_op('Flatten')
-    ins, outs, _ = op.infer_shape(op.parse_params({}), [tuple(shape)], [])
+    ins, outs, _ = op.infer_shape(op.parse_params({}), [tuple(shape)], [], [None])
     assert outs[0] == (shape[0], int(np.prod(shape[1:])))
 
 
 def test_scalar_input_rejected():
     op = get_op('Flatten')
     with pytest.raises(ShapeError, match='Flatten'):
-        op.infer_shape(op.parse_params({}), [()], [])
+        op.infer_shape(op.parse_params({}), [()], [], [None])
 
 
 def test_alias_and_symbol():

@@ -85,7 +85,7 @@ def test_gpu_matches_cpu_with_grad_req_add(op, params, shapes, ints):
     opdef = get_op(op)
     p = opdef.parse_params(params)
     arrays = _arrays(shapes, ints, rng)
-    _, outs, _ = opdef.infer_shape(p, [a.shape for a in arrays], [])
+    _, outs, _ = opdef.infer_shape(p, [a.shape for a in arrays], [], [None])
     heads = [rng.standard_normal(s) for s in outs]
     init = [rng.standard_normal(a.shape) for a in arrays]
     cpu = _run('cpu', opdef, p, arrays, outs, heads, init)
@@ -227,7 +227,7 @@ def test_gpu_long_rows_sort_on_the_host(monkeypatch, op, params):
     opdef = get_op(op)
     p = opdef.parse_params(params)
     arrays = [rng.uniform(-1, 1, (4, 6))]
-    _, outs, _ = opdef.infer_shape(p, [(4, 6)], [])
+    _, outs, _ = opdef.infer_shape(p, [(4, 6)], [], [None])
     heads = [rng.standard_normal(s) for s in outs]
     init = [rng.standard_normal((4, 6))]
     cpu = _run('cpu', opdef, p, arrays, outs, heads, init)

@@ -222,6 +222,6 @@ def test_smooth_l1_scalar_must_be_positive():
 def test_shape_inferred_both_ways(op):
     opdef = get_op(op)
     p = opdef.parse_params({})
-    assert opdef.infer_shape(p, [(2, 3)], [])[1] == [(2, 3)]
+    assert opdef.infer_shape(p, [(2, 3)], [], [None])[1] == [(2, 3)]
     ins, outs, _ = opdef.infer_shape(p, [None], [], out_shapes=[(4, 1)])
     assert ins == [(4, 1)] and outs == [(4, 1)]

@@ -85,7 +85,7 @@ class TestProd(_ReduceCase):
 def test_infer_shape_matches_numpy_rule(case, op):
     p, shapes = case
     opdef = get_op(op)
-    _, outs, _ = opdef.infer_shape(opdef.parse_params(p), [shapes['data']], [])
+    _, outs, _ = opdef.infer_shape(opdef.parse_params(p), [shapes['data']], [], [None])
     x = np.ones(shapes['data'])
     assert outs == [np_reduce(op, x, p.get('axis'), p.get('keepdims', False),
                               p.get('exclude', False)).shape]

@@ -381,7 +381,7 @@ def _cpu_gpu_add_agree(op, params, arrays, n_out=1):
     from numba import cuda
     opdef = get_op(op)
     p = opdef.parse_params(params)
-    _, outs, _ = opdef.infer_shape(p, [a.shape for a in arrays], [])
+    _, outs, _ = opdef.infer_shape(p, [a.shape for a in arrays], [], [None])
     rng = np.random.default_rng(0)
     heads = [rng.standard_normal(s) for s in outs]
     init = [rng.standard_normal(a.shape) for a in arrays]

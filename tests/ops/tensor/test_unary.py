@@ -132,7 +132,7 @@ def test_shape_inferred_both_ways(op):
     params = dict(a_min=0, a_max=1) if op == 'clip' else {}
     opdef = get_op(op)
     p = opdef.parse_params(params)
-    assert opdef.infer_shape(p, [(2, 3)], [])[1] == [(2, 3)]
+    assert opdef.infer_shape(p, [(2, 3)], [], [None])[1] == [(2, 3)]
     ins, outs, _ = opdef.infer_shape(p, [None], [], out_shapes=[(4, 1)])
     assert ins == [(4, 1)] and outs == [(4, 1)]
 
