@@ -8,6 +8,8 @@ templates (:mod:`ffnumba.ops.templates`) and the optimizer update kernels
 * :func:`import_cuda`, :class:`LazyCudaKernel`, :func:`launch_1d`,
   :data:`GPU_THREADS`, :data:`fill_gpu`: GPU kernels built on first use (so
   importing ffnumba never needs numba-cuda) and launched as grid-stride loops;
+* :func:`gpu_body`: an ``@njit`` body with array arguments, written once and
+  called from both a CPU kernel and a GPU kernel (also under the simulator);
 * :func:`f16_safe`, ``_up``/``_down``/``_flat``: float16 computed in float32
   on the CPU (numba's CPU backend has no float16);
 * :func:`stable_cache_key`: reproducible on-disk cache keys for closures.
@@ -20,7 +22,8 @@ import functools
 import numpy as np
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
-           'f16_safe', 'stable_cache_key', 'fill_gpu', 'passthrough', 'selects', 'direct']
+           'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',
+           'direct']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
 cuda = None
@@ -86,6 +89,37 @@ def launch_1d(kernel, n, *args):
     threads = GPU_THREADS
     blocks = max(1, min((n + threads - 1) // threads, 4096))
     kernel[blocks, threads](*args)
+
+
+def gpu_body(fn):
+    """An ``@njit`` body (arrays among its arguments) as a ``@cuda.jit`` kernel calls it.
+
+    The math of an op is written once as a plain ``@njit`` function (no
+    signature, no ``cache``) over one element, row or group; the CPU kernel
+    loops over it and the GPU kernel gives it to a thread. On a GPU, numba
+    compiles the dispatcher itself as a CUDA device function, so ``fn`` is
+    returned unchanged. Under numba's CUDA simulator kernels run as Python and
+    hand over their arrays as wrappers a CPU dispatcher cannot take; there the
+    returned function calls ``fn`` with the numpy arrays they wrap (the same
+    memory, so writes land).
+
+    Call it inside a kernel builder (``b = gpu_body(_row)``) and call ``b``
+    from the kernel.
+    """
+    from numba.core import config
+    if not config.ENABLE_CUDASIM:
+        return fn
+
+    def call(*args):
+        return fn(*[_sim_unwrap(a) for a in args])
+    call.__wrapped__ = fn
+    return call
+
+
+def _sim_unwrap(a):
+    """The numpy array inside a simulator array wrapper; anything else unchanged."""
+    a = a.__dict__.get('_item', a) if hasattr(a, '__dict__') else a
+    return getattr(a, '_ary', a)
 
 
 def _build_fill():

@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from ...base import ParamError, ShapeError
+from ...jit import gpu_body
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, fill_gpu, import_cuda, launch_1d
 
@@ -61,9 +62,9 @@ def _check_labels(ctx, label_host, k):
                                       bad[0], k))
 
 
-@njit(**JIT)
-def _row_loss(x, label, i):
-    """log-sum-exp of row i minus its label entry."""
+@njit(error_model='numpy')
+def _row_lse(x, i):
+    """``(m, s)``: the max of row i and the sum of ``exp(x - m)`` over it."""
     k = x.shape[1]
     m = x[i, 0]
     for j in range(1, k):
@@ -72,21 +73,22 @@ def _row_loss(x, label, i):
     s = 0.0
     for j in range(k):
         s += math.exp(x[i, j] - m)
+    return m, s
+
+
+@njit(error_model='numpy')
+def _row_loss(x, label, i):
+    """log-sum-exp of row i minus its label entry (CPU and GPU kernels call it)."""
+    m, s = _row_lse(x, i)
     return m + math.log(s) - x[i, int(label[i])]
 
 
-@njit(**JIT)
+@njit(error_model='numpy')
 def _row_grad(x, label, i, g, add, gx):
-    k = x.shape[1]
-    m = x[i, 0]
-    for j in range(1, k):
-        if x[i, j] > m:
-            m = x[i, j]
-    s = 0.0
-    for j in range(k):
-        s += math.exp(x[i, j] - m)
+    """``gx[i] (+)= g (softmax(x[i]) - onehot(label[i]))``."""
+    m, s = _row_lse(x, i)
     lab = int(label[i])
-    for j in range(k):
+    for j in range(x.shape[1]):
         v = math.exp(x[i, j] - m) / s
         if j == lab:
             v -= 1.0
@@ -113,21 +115,13 @@ def _bwd_cpu(x, label, og, add, gx):
 
 def _build_gpu():
     import_cuda(globals())
+    row_loss, row_grad = gpu_body(_row_loss), gpu_body(_row_grad)
 
-    # (the CPU row helpers take arrays, which the CUDA simulator cannot pass to an
-    # njit function, so the row loops are written out again here)
     @cuda.jit
     def rows(x, label, tmp):
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        k = x.shape[1]
         for i in range(start, x.shape[0], stride):
-            m = x[i, 0]
-            for j in range(1, k):
-                m = max(m, x[i, j])
-            s = 0.0
-            for j in range(k):
-                s += math.exp(x[i, j] - m)
-            tmp[i] = m + math.log(s) - x[i, int(label[i])]
+            tmp[i] = row_loss(x, label, i)
 
     @cuda.jit
     def total(tmp, out):
@@ -140,24 +134,9 @@ def _build_gpu():
     @cuda.jit
     def grad(x, label, og, add, gx):
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        k = x.shape[1]
         g = og[0]
         for i in range(start, x.shape[0], stride):
-            m = x[i, 0]
-            for j in range(1, k):
-                m = max(m, x[i, j])
-            s = 0.0
-            for j in range(k):
-                s += math.exp(x[i, j] - m)
-            lab = int(label[i])
-            for j in range(k):
-                v = math.exp(x[i, j] - m) / s
-                if j == lab:
-                    v -= 1.0
-                if add:
-                    gx[i, j] += g * v
-                else:
-                    gx[i, j] = g * v
+            row_grad(x, label, i, g, add, gx)
 
     return rows, total, grad
 

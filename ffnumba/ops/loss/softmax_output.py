@@ -52,6 +52,7 @@ import numpy as np
 from numba import njit
 
 from ...base import ParamError, ShapeError
+from ...jit import gpu_body
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..nn import softmax as softmax_kernels
@@ -164,32 +165,45 @@ def _check_labels(label, rows, K, ignore, use_ignore_or_count):
     return bad, cnt
 
 
+@njit(error_model='numpy')
+def _grad_at(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og, i, k, s):
+    """Gradient element ``(i, k, s)`` of the softmax outputs ``out`` (n, K, S)."""
+    g = _label_grad(out[i, k, s], label[i * out.shape[2] + s], k, out.shape[1], scale, ignore,
+                    use_ignore, alpha)
+    if has_og:
+        g *= ograd[i, k, s]
+    if add:
+        grad[i, k, s] += g
+    else:
+        grad[i, k, s] = g
+
+
+@njit(error_model='numpy')
+def _prob_at(out, label, grad, ograd, scale, add, has_og, i):
+    """Gradient element ``i`` against a probability label of the output's shape."""
+    g = (out[i] - label[i]) * scale
+    if has_og:
+        g *= ograd[i]
+    if add:
+        grad[i] += g
+    else:
+        grad[i] = g
+
+
 @njit(**JIT)
 def _softmax_grad_cpu(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og):
     n, K, S = out.shape
     for i in range(n):
         for s in range(S):
-            lab = label[i * S + s]
             for k in range(K):
-                g = _label_grad(out[i, k, s], lab, k, K, scale, ignore, use_ignore, alpha)
-                if has_og:
-                    g *= ograd[i, k, s]
-                if add:
-                    grad[i, k, s] += g
-                else:
-                    grad[i, k, s] = g
+                _grad_at(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og,
+                         i, k, s)
 
 
 @njit(**JIT)
 def _prob_grad_cpu(out, label, grad, ograd, scale, add, has_og):
     for i in range(out.size):
-        g = (out[i] - label[i]) * scale
-        if has_og:
-            g *= ograd[i]
-        if add:
-            grad[i] += g
-        else:
-            grad[i] = g
+        _prob_at(out, label, grad, ograd, scale, add, has_og, i)
 
 
 @f16_safe
@@ -263,41 +277,27 @@ def _grad_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, scale, prob):
 
 def _build_grad():
     import_cuda(globals())
+    grad_at = gpu_body(_grad_at)
 
     @cuda.jit
     def k(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og):
-        n, K, S = out.shape
+        K, S = out.shape[1], out.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for t in range(start, out.size, stride):
-            i = t // (K * S)
-            rem = t - i * K * S
-            c = rem // S
-            s = rem - c * S
-            g = _label_grad(out[i, c, s], label[i * S + s], c, K, scale, ignore, use_ignore,
-                            alpha)
-            if has_og:
-                g *= ograd[i, c, s]
-            if add:
-                grad[i, c, s] += g
-            else:
-                grad[i, c, s] = g
+            grad_at(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og,
+                    t // (K * S), (t // S) % K, t % S)
     return k
 
 
 def _build_prob():
     import_cuda(globals())
+    prob_at = gpu_body(_prob_at)
 
     @cuda.jit
     def k(out, label, grad, ograd, scale, add, has_og):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for i in range(start, out.size, stride):
-            g = (out[i] - label[i]) * scale
-            if has_og:
-                g *= ograd[i]
-            if add:
-                grad[i] += g
-            else:
-                grad[i] = g
+            prob_at(out, label, grad, ograd, scale, add, has_og, i)
     return k
 
 

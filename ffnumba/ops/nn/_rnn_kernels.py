@@ -15,6 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ...jit import gpu_body
 from ..templates import JIT, LazyCudaKernel, import_cuda
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
@@ -86,6 +87,85 @@ def _gru_b(r, z, n, hh, hp, dh):
     return dar, daz, dan, dan * r, dh * z
 
 
+# ------------------------------------------------------------------ step bodies
+# One ``(n, j)`` element of one time step, written once: the CPU layer kernels
+# loop over the elements, the GPU step kernels give each thread one. Arrays are
+# the step's 2-D ``(N, .)`` views, except ``y``/``dy`` ``(T, N, D*H)`` and
+# ``gx``/``dgx`` ``(T*N, G*H)`` (row ``r0 + n``).
+
+@njit(error_model='numpy')
+def _step_fwd_at(mode, gx, r0, bx, gh, bh, hp, cp, gates, hn, cn, ghn, y, t, ycol,
+                 lo, hi, clip_on, clip_nan, n, j):
+    """Gates and next state of element ``(n, j)`` from the previous ``hp, cp``."""
+    H = hp.shape[1]
+    r = r0 + n
+    if mode <= TANH:
+        v = _rnn_f(mode, gx[r, j] + bx[j] + gh[n, j] + bh[j])
+        gates[n, j] = v
+        hn[n, j] = v
+    elif mode == LSTM:
+        i, f, g, o, c, h = _lstm_f(
+            gx[r, j] + bx[j] + gh[n, j] + bh[j],
+            gx[r, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
+            gx[r, 2 * H + j] + bx[2 * H + j] + gh[n, 2 * H + j] + bh[2 * H + j],
+            gx[r, 3 * H + j] + bx[3 * H + j] + gh[n, 3 * H + j] + bh[3 * H + j],
+            cp[n, j], lo, hi, clip_on, clip_nan)
+        gates[n, j] = i
+        gates[n, H + j] = f
+        gates[n, 2 * H + j] = g
+        gates[n, 3 * H + j] = o
+        cn[n, j] = c
+        hn[n, j] = h
+    else:
+        hh = gh[n, 2 * H + j] + bh[2 * H + j]
+        rr, z, nn, h = _gru_f(gx[r, j] + bx[j] + gh[n, j] + bh[j],
+                              gx[r, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
+                              gx[r, 2 * H + j] + bx[2 * H + j], hh, hp[n, j])
+        gates[n, j] = rr
+        gates[n, H + j] = z
+        gates[n, 2 * H + j] = nn
+        ghn[n, j] = hh
+        hn[n, j] = h
+    y[t, n, ycol + j] = hn[n, j]
+
+
+@njit(error_model='numpy')
+def _step_bwd_at(mode, gates, hp, cp, c_s, ghn, dy, t, ycol, dh, dc, dgx, r0, dgh, dhp,
+                 lo, hi, clip_on, n, j):
+    """Gate gradients of element ``(n, j)``; ``dc`` in place, GRU's direct ``dh`` in ``dhp``."""
+    H = hp.shape[1]
+    r = r0 + n
+    dht = dh[n, j] + dy[t, n, ycol + j]
+    dhp[n, j] = 0.0
+    if mode <= TANH:
+        da = _rnn_b(mode, gates[n, j], dht)
+        dgx[r, j] = da
+        dgh[n, j] = da
+    elif mode == LSTM:
+        a, b, c, d, dcp = _lstm_b(gates[n, j], gates[n, H + j], gates[n, 2 * H + j],
+                                  gates[n, 3 * H + j], c_s[n, j], cp[n, j], dht,
+                                  dc[n, j], lo, hi, clip_on)
+        dgx[r, j] = a
+        dgx[r, H + j] = b
+        dgx[r, 2 * H + j] = c
+        dgx[r, 3 * H + j] = d
+        dgh[n, j] = a
+        dgh[n, H + j] = b
+        dgh[n, 2 * H + j] = c
+        dgh[n, 3 * H + j] = d
+        dc[n, j] = dcp
+    else:
+        a, b, c, dhh, direct = _gru_b(gates[n, j], gates[n, H + j], gates[n, 2 * H + j],
+                                      ghn[n, j], hp[n, j], dht)
+        dgx[r, j] = a
+        dgx[r, H + j] = b
+        dgx[r, 2 * H + j] = c
+        dgh[n, j] = a
+        dgh[n, H + j] = b
+        dgh[n, 2 * H + j] = dhh
+        dhp[n, j] = direct
+
+
 # ------------------------------------------------------------------ CPU kernels
 @njit(**JIT)
 def layer_forward(mode, x2, wx, wh, bx, bh, hs, cs, gates, ghn, y, ycol, rev,
@@ -106,37 +186,11 @@ def layer_forward(mode, x2, wx, wh, bx, bh, hs, cs, gates, ghn, y, ycol, rev,
     for s in range(T):
         t = T - 1 - s if rev else s
         np.dot(hs[s], wh.T, gh)
+        hp, cp, g_s, hn, cn, ghn_s = hs[s], cs[s], gates[s], hs[s + 1], cs[s + 1], ghn[s]
         for n in range(N):
-            r0 = t * N + n
             for j in range(H):
-                if mode <= TANH:
-                    v = _rnn_f(mode, gx[r0, j] + bx[j] + gh[n, j] + bh[j])
-                    gates[s, n, j] = v
-                    hs[s + 1, n, j] = v
-                elif mode == LSTM:
-                    i, f, g, o, c, h = _lstm_f(
-                        gx[r0, j] + bx[j] + gh[n, j] + bh[j],
-                        gx[r0, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
-                        gx[r0, 2 * H + j] + bx[2 * H + j] + gh[n, 2 * H + j] + bh[2 * H + j],
-                        gx[r0, 3 * H + j] + bx[3 * H + j] + gh[n, 3 * H + j] + bh[3 * H + j],
-                        cs[s, n, j], lo, hi, clip_on, clip_nan)
-                    gates[s, n, j] = i
-                    gates[s, n, H + j] = f
-                    gates[s, n, 2 * H + j] = g
-                    gates[s, n, 3 * H + j] = o
-                    cs[s + 1, n, j] = c
-                    hs[s + 1, n, j] = h
-                else:
-                    hh = gh[n, 2 * H + j] + bh[2 * H + j]
-                    r, z, nn, h = _gru_f(gx[r0, j] + bx[j] + gh[n, j] + bh[j],
-                                         gx[r0, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
-                                         gx[r0, 2 * H + j] + bx[2 * H + j], hh, hs[s, n, j])
-                    gates[s, n, j] = r
-                    gates[s, n, H + j] = z
-                    gates[s, n, 2 * H + j] = nn
-                    ghn[s, n, j] = hh
-                    hs[s + 1, n, j] = h
-                y[t, n, ycol + j] = hs[s + 1, n, j]
+                _step_fwd_at(mode, gx, t * N, bx, gh, bh, hp, cp, g_s, hn, cn, ghn_s, y, t,
+                             ycol, lo, hi, clip_on, clip_nan, n, j)
 
 
 @njit(**JIT)
@@ -152,39 +206,11 @@ def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, dh, dc,
     H = hs.shape[2]
     for s in range(T - 1, -1, -1):
         t = T - 1 - s if rev else s
+        g_s, hp, cp, c_s, ghn_s, dgh_s = gates[s], hs[s], cs[s], cs[s + 1], ghn[s], dgh[s]
         for n in range(N):
-            r0 = t * N + n
             for j in range(H):
-                dht = dh[n, j] + dy[t, n, ycol + j]
-                if mode <= TANH:
-                    da = _rnn_b(mode, gates[s, n, j], dht)
-                    dgx[r0, j] = da
-                    dgh[s, n, j] = da
-                elif mode == LSTM:
-                    a, b, c, d, dcp = _lstm_b(gates[s, n, j], gates[s, n, H + j],
-                                              gates[s, n, 2 * H + j], gates[s, n, 3 * H + j],
-                                              cs[s + 1, n, j], cs[s, n, j], dht, dc[n, j],
-                                              lo, hi, clip_on)
-                    dgx[r0, j] = a
-                    dgx[r0, H + j] = b
-                    dgx[r0, 2 * H + j] = c
-                    dgx[r0, 3 * H + j] = d
-                    dgh[s, n, j] = a
-                    dgh[s, n, H + j] = b
-                    dgh[s, n, 2 * H + j] = c
-                    dgh[s, n, 3 * H + j] = d
-                    dc[n, j] = dcp
-                else:
-                    a, b, c, dhh, direct = _gru_b(gates[s, n, j], gates[s, n, H + j],
-                                                  gates[s, n, 2 * H + j], ghn[s, n, j],
-                                                  hs[s, n, j], dht)
-                    dgx[r0, j] = a
-                    dgx[r0, H + j] = b
-                    dgx[r0, 2 * H + j] = c
-                    dgh[s, n, j] = a
-                    dgh[s, n, H + j] = b
-                    dgh[s, n, 2 * H + j] = dhh
-                    dhp[n, j] = direct
+                _step_bwd_at(mode, g_s, hp, cp, c_s, ghn_s, dy, t, ycol, dh, dc, dgx, t * N,
+                             dgh_s, dhp, lo, hi, clip_on, n, j)
         np.dot(dgh[s], wh, dh)
         if mode == GRU:
             dh += dhp
@@ -202,89 +228,31 @@ def layer_backward(mode, x2, wx, wh, hs, cs, gates, ghn, dy, ycol, rev, dh, dc,
 # ------------------------------------------------------------------ GPU kernels
 def _build_step_fwd():
     import_cuda(globals())
+    step = gpu_body(_step_fwd_at)
 
     @cuda.jit
     def k(mode, gx, r0, bx, gh, bh, hp, cp, gates, hn, cn, ghn, y, t, ycol,
           lo, hi, clip_on, clip_nan):
-        # one step for every (n, j); arrays are 2-D (N, .) except y (T, N, D*H)
-        N, H = hp.shape
+        H = hp.shape[1]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for q in range(start, N * H, stride):
-            n = q // H
-            j = q - n * H
-            r = r0 + n
-            if mode <= TANH:
-                v = _rnn_f(mode, gx[r, j] + bx[j] + gh[n, j] + bh[j])
-                gates[n, j] = v
-                hn[n, j] = v
-            elif mode == LSTM:
-                i, f, g, o, c, h = _lstm_f(
-                    gx[r, j] + bx[j] + gh[n, j] + bh[j],
-                    gx[r, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
-                    gx[r, 2 * H + j] + bx[2 * H + j] + gh[n, 2 * H + j] + bh[2 * H + j],
-                    gx[r, 3 * H + j] + bx[3 * H + j] + gh[n, 3 * H + j] + bh[3 * H + j],
-                    cp[n, j], lo, hi, clip_on, clip_nan)
-                gates[n, j] = i
-                gates[n, H + j] = f
-                gates[n, 2 * H + j] = g
-                gates[n, 3 * H + j] = o
-                cn[n, j] = c
-                hn[n, j] = h
-            else:
-                hh = gh[n, 2 * H + j] + bh[2 * H + j]
-                rr, z, nn, h = _gru_f(gx[r, j] + bx[j] + gh[n, j] + bh[j],
-                                      gx[r, H + j] + bx[H + j] + gh[n, H + j] + bh[H + j],
-                                      gx[r, 2 * H + j] + bx[2 * H + j], hh, hp[n, j])
-                gates[n, j] = rr
-                gates[n, H + j] = z
-                gates[n, 2 * H + j] = nn
-                ghn[n, j] = hh
-                hn[n, j] = h
-            y[t, n, ycol + j] = hn[n, j]
+        for q in range(start, hp.shape[0] * H, stride):
+            step(mode, gx, r0, bx, gh, bh, hp, cp, gates, hn, cn, ghn, y, t, ycol,
+                 lo, hi, clip_on, clip_nan, q // H, q % H)
     return k
 
 
 def _build_step_bwd():
     import_cuda(globals())
+    step = gpu_body(_step_bwd_at)
 
     @cuda.jit
     def k(mode, gates, hp, cp, c_s, ghn, dy, t, ycol, dh, dc, dgx, r0, dgh, dhp,
           lo, hi, clip_on):
-        N, H = hp.shape
+        H = hp.shape[1]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for q in range(start, N * H, stride):
-            n = q // H
-            j = q - n * H
-            r = r0 + n
-            dht = dh[n, j] + dy[t, n, ycol + j]
-            dhp[n, j] = 0.0
-            if mode <= TANH:
-                da = _rnn_b(mode, gates[n, j], dht)
-                dgx[r, j] = da
-                dgh[n, j] = da
-            elif mode == LSTM:
-                a, b, c, d, dcp = _lstm_b(gates[n, j], gates[n, H + j], gates[n, 2 * H + j],
-                                          gates[n, 3 * H + j], c_s[n, j], cp[n, j], dht,
-                                          dc[n, j], lo, hi, clip_on)
-                dgx[r, j] = a
-                dgx[r, H + j] = b
-                dgx[r, 2 * H + j] = c
-                dgx[r, 3 * H + j] = d
-                dgh[n, j] = a
-                dgh[n, H + j] = b
-                dgh[n, 2 * H + j] = c
-                dgh[n, 3 * H + j] = d
-                dc[n, j] = dcp
-            else:
-                a, b, c, dhh, direct = _gru_b(gates[n, j], gates[n, H + j], gates[n, 2 * H + j],
-                                              ghn[n, j], hp[n, j], dht)
-                dgx[r, j] = a
-                dgx[r, H + j] = b
-                dgx[r, 2 * H + j] = c
-                dgh[n, j] = a
-                dgh[n, H + j] = b
-                dgh[n, 2 * H + j] = dhh
-                dhp[n, j] = direct
+        for q in range(start, hp.shape[0] * H, stride):
+            step(mode, gates, hp, cp, c_s, ghn, dy, t, ycol, dh, dc, dgx, r0, dgh, dhp,
+                 lo, hi, clip_on, q // H, q % H)
     return k
 
 

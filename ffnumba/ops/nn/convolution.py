@@ -29,7 +29,8 @@ kernel   data                  weight                 bias        output
 The weight and bias shapes are inferred from the data. Implementation:
 im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
 ``_im2col``); float16 is computed in float32 and cast at the edges. GPU:
-direct one-thread-per-element kernels (``_conv_cuda``).
+im2col + the tiled shared-memory GEMM (``_conv_gemm_cuda``, ``gemm_cuda``);
+depthwise convolutions use direct one-thread-per-element kernels (``_conv_cuda``).
 
 Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
 Chellapilla et al. (2006).
@@ -41,6 +42,7 @@ from ..params import Field, Params, Shape
 from ..registry import OpDef, assign, register_op, shape_assign
 from ..templates import f16_safe
 from . import _conv_cuda as cc
+from . import _conv_gemm_cuda as cg
 from . import _depthwise as dwc
 from . import _im2col as ic
 
@@ -336,25 +338,31 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 # ------------------------------------------------------------------ GPU compute
 
-def d5(a):
-    """A device (or host) array viewed as 5-D ``(N, C, D, H, W)``."""
-    return a.reshape(*ic.as5d(a.shape))
+def _gpu_w3(p, w):
+    return w.reshape(p.num_group, p.num_filter // p.num_group, w.size // p.num_filter)
 
 
 def _forward_gpu(ctx, p, inputs, outputs, aux):
+    """im2col + the tiled GEMM; depthwise convolutions run the direct kernel."""
     x, w, y = inputs[0], inputs[1], outputs[0]
-    b = w.reshape(w.size) if p.no_bias else inputs[2]
-    cc.conv_y.launch(y.size, d5(x), d5(w), b, d5(y), _geom(p, x, y), not p.no_bias, False)
+    if dwc.is_depthwise(p, x.shape):
+        b = w.reshape(w.size) if p.no_bias else inputs[2]
+        cc.conv_y.launch(y.size, cg.d5(x), cg.d5(w), b, cg.d5(y), _geom(p, x, y), not p.no_bias, False)
+        return
+    cg.forward(ctx, x, _gpu_w3(p, w), None if p.no_bias else inputs[2], y, _geom(p, x, y),
+               True)
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     x, w, dy = inputs[0], inputs[1], out_grads[0]
     geom = _geom(p, x, dy)
+    if not dwc.is_depthwise(p, x.shape):
+        return cg.backward(ctx, x, _gpu_w3(p, w), dy, in_grads, req, geom, True)
     if req[0] != 'null':
-        cc.conv_x.launch(x.size, d5(dy), d5(w), w.reshape(w.size), d5(in_grads[0]), geom,
+        cc.conv_x.launch(x.size, cg.d5(dy), cg.d5(w), w.reshape(w.size), cg.d5(in_grads[0]), geom,
                          False, req[0] == 'add')
     if req[1] != 'null':
-        cc.conv_w.launch(w.size, d5(x), d5(dy), d5(in_grads[1]), geom, req[1] == 'add')
+        cc.conv_w.launch(w.size, cg.d5(x), cg.d5(dy), cg.d5(in_grads[1]), geom, req[1] == 'add')
     if not p.no_bias and req[2] != 'null':
         cc.bias_grad(dy, in_grads[2], req[2] == 'add')
 

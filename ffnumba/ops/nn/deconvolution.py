@@ -31,7 +31,8 @@ Note the default ``no_bias=True`` (unlike Convolution). With ``dilate > 1`` and
 ``stride > 1`` this op computes the true transpose of the dilated convolution
 (as Caffe and PyTorch do); MXNet 1.x's CPU kernel is known to be wrong there
 (apache/mxnet#11203, #11629). Implementation: the
-im2col machinery of ``_im2col`` with image and column spaces swapped.
+im2col machinery of ``_im2col`` with image and column spaces swapped (on the
+GPU: ``_conv_gemm_cuda``, im2col + the tiled shared-memory GEMM).
 
 Source: MXNet 1.x ``Deconvolution`` operator documentation; V. Dumoulin,
 F. Visin, "A guide to convolution arithmetic for deep learning" (2016).
@@ -39,10 +40,10 @@ F. Visin, "A guide to convolution arithmetic for deep learning" (2016).
 from ...base import ParamError, ShapeError
 from ..params import Field, Shape
 from ..registry import OpDef, register_op, shape_assign
-from . import _conv_cuda as cc
+from . import _conv_gemm_cuda as cg
 from . import _im2col as ic
 from ..templates import f16_safe
-from .convolution import (ConvolutionParam, check_conv_params, check_data, conv_plan, d5,
+from .convolution import (ConvolutionParam, check_conv_params, check_data, conv_plan,
                           empty_backward, empty_forward, spatial_params)
 
 __all__ = ['DeconvolutionParam', 'deconv_geometry']
@@ -189,21 +190,16 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 # ------------------------------------------------------------------ GPU compute
 
 def _forward_gpu(ctx, p, inputs, outputs, aux):
-    x, w, y = inputs[0], inputs[1], outputs[0]
-    b = w.reshape(w.size) if p.no_bias else inputs[2]
-    cc.conv_x.launch(y.size, d5(x), d5(w), b, d5(y), _geom(p, x), not p.no_bias, False)
+    """The image is the output, the data the columns: ``y = col2im(W^T x) (+ b)``."""
+    x, w = inputs[0], inputs[1]
+    w3 = w.reshape(p.num_group, x.shape[1] // p.num_group, w.size // max(1, x.shape[1]))
+    cg.forward(ctx, x, w3, None if p.no_bias else inputs[2], outputs[0], _geom(p, x), False)
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-    x, w, dy = inputs[0], inputs[1], out_grads[0]
-    geom = _geom(p, x)
-    if req[0] != 'null':
-        cc.conv_y.launch(x.size, d5(dy), d5(w), w.reshape(w.size), d5(in_grads[0]), geom,
-                         False, req[0] == 'add')
-    if req[1] != 'null':
-        cc.conv_w.launch(w.size, d5(dy), d5(x), d5(in_grads[1]), geom, req[1] == 'add')
-    if not p.no_bias and req[2] != 'null':
-        cc.bias_grad(dy, in_grads[2], req[2] == 'add')
+    x, w = inputs[0], inputs[1]
+    w3 = w.reshape(p.num_group, x.shape[1] // p.num_group, w.size // max(1, x.shape[1]))
+    cg.backward(ctx, x, w3, out_grads[0], in_grads, req, _geom(p, x), False)
 
 
 register_op(OpDef(

@@ -32,7 +32,7 @@ from numba import njit
 from ...base import ParamError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign
-from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
+from ..templates import JIT, LazyCudaKernel, f16_safe, fill_gpu, import_cuda, launch_1d
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = ['EmbeddingParam']
@@ -148,20 +148,14 @@ def _build_gpu():
             k = _row(idx[j], n_rows)
             cuda.atomic.add(gw, (k, d), og[j, d])
 
-    @cuda.jit
-    def zero(a):
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for e in range(start, a.size, stride):
-            a[e] = 0
-
-    return gather, scatter_add, zero
+    return gather, scatter_add
 
 
 _GPU = LazyCudaKernel(_build_gpu)
 
 
 def _forward_gpu(ctx, p, inputs, outputs, aux):
-    gather, _, _ = _GPU.kernel
+    gather, _ = _GPU.kernel
     idx, w = inputs
     if np.dtype(idx.dtype).kind == 'f':
         _check_indices(ctx, idx.copy_to_host())
@@ -170,13 +164,13 @@ def _forward_gpu(ctx, p, inputs, outputs, aux):
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-    _, scatter_add, zero = _GPU.kernel
+    _, scatter_add = _GPU.kernel
     idx, w = inputs
     if req[0] == 'write':
-        launch_1d(zero, idx.size, in_grads[0].reshape(idx.size))
+        fill_gpu.launch(idx.size, in_grads[0].reshape(idx.size), 0)
     if req[1] != 'null':
         if req[1] == 'write':
-            launch_1d(zero, w.size, in_grads[1].reshape(w.size))
+            fill_gpu.launch(w.size, in_grads[1].reshape(w.size), 0)
         og = out_grads[0].reshape(idx.size, p.output_dim)
         launch_1d(scatter_add, og.size, idx.reshape(idx.size), og, in_grads[1])
 

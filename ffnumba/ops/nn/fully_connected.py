@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from ...base import DTypeError, ShapeError
+from .. import gemm_cuda
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda
@@ -184,30 +185,6 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 # ------------------------------------------------------------------ GPU kernels
 
-def _build_matmul():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(a, b, bias, out, has_bias, add):
-        """``out (+)= a @ b (+ bias)``, one thread per output element."""
-        M, H = out.shape
-        K = a.shape[1]
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for t in range(start, M * H, stride):
-            m = t // H
-            h = t - m * H
-            acc = 0.0
-            for j in range(K):
-                acc += a[m, j] * b[j, h]
-            if has_bias:
-                acc += bias[h]
-            if add:
-                out[m, h] += acc
-            else:
-                out[m, h] = acc
-    return k
-
-
 def _build_db():
     import_cuda(globals())
 
@@ -226,26 +203,30 @@ def _build_db():
     return k
 
 
-_gpu_matmul, _gpu_db = LazyCudaKernel(_build_matmul), LazyCudaKernel(_build_db)
+_gpu_db = LazyCudaKernel(_build_db)
 
 
 def _forward_gpu(ctx, p, inputs, outputs, aux):
+    """``y = x W^T (+ b)``: the bias is broadcast into ``y``, then the tiled GEMM adds."""
     H = p.num_hidden
     x, M = _as2d(p, inputs[0], H)
-    w = inputs[1]
-    b = inputs[2] if not p.no_bias else w[0]
-    _gpu_matmul.launch(M * H, x, w.T, b, outputs[0].reshape(M, H), not p.no_bias, False)
+    out = outputs[0].reshape(M, H)
+    if not p.no_bias:
+        gemm_cuda.bias_fill(out.reshape(M, H, 1), inputs[2], False)
+    gemm_cuda.gemm(x, inputs[1], out, 1.0, 0.0 if p.no_bias else 1.0, trans_b=True)
 
 
 def _backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
+    """``dx (+)= dy W`` and ``dW (+)= dy^T x`` through the tiled GEMM (``beta=1`` adds)."""
     H = p.num_hidden
     x, M = _as2d(p, inputs[0], H)
     w = inputs[1]
     og = out_grads[0].reshape(M, H)
-    for i, a, b in ((0, og, w), (1, og.T, x)):
-        if req[i] != 'null':
-            dst = in_grads[i].reshape(a.shape[0], b.shape[1])
-            _gpu_matmul.launch(dst.size, a, b, w[0], dst, False, req[i] == 'add')
+    if req[0] != 'null':
+        gemm_cuda.gemm(og, w, in_grads[0].reshape(M, w.shape[1]), 1.0,
+                       1.0 if req[0] == 'add' else 0.0)
+    if req[1] != 'null':
+        gemm_cuda.gemm(og, x, in_grads[1], 1.0, 1.0 if req[1] == 'add' else 0.0, trans_a=True)
     if not p.no_bias and req[2] != 'null':
         _gpu_db.launch(H, og, in_grads[2], req[2] == 'add')
 

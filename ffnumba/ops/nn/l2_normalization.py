@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from ...base import ShapeError
+from ...jit import gpu_body
 from ..params import Field, Params, require_finite
 from ..registry import OpDef, register_op, same_shape
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
@@ -75,77 +76,67 @@ def _infer(p, in_shapes, aux_shapes, out_shapes):
     return same_shape(p, ins, aux_shapes, out_shapes)
 
 
+# Row bodies, one ``(a, b)`` row per call: the CPU kernels loop over the rows, the GPU
+# kernels give each thread a row (grid-stride).
+
+@njit(error_model='numpy')
+def _fwd_row(x, eps, y, a, b):
+    s = 0.0
+    for k in range(x.shape[1]):
+        s += x[a, k, b] * x[a, k, b]
+    inv = 1.0 / math.sqrt(s + eps)
+    for k in range(x.shape[1]):
+        y[a, k, b] = x[a, k, b] * inv
+
+
+@njit(error_model='numpy')
+def _bwd_row(x, og, eps, add, gx, a, b):
+    s = 0.0
+    gy = 0.0
+    for k in range(x.shape[1]):
+        s += x[a, k, b] * x[a, k, b]
+        gy += og[a, k, b] * x[a, k, b]
+    inv = 1.0 / math.sqrt(s + eps)
+    gy *= inv * inv
+    for k in range(x.shape[1]):
+        v = (og[a, k, b] - x[a, k, b] * gy) * inv
+        if add:
+            gx[a, k, b] += v
+        else:
+            gx[a, k, b] = v
+
+
 @njit(**JIT)
 def _fwd_cpu(x, eps, y):
-    na, nk, nb = x.shape
-    for a in range(na):
-        for b in range(nb):
-            s = 0.0
-            for k in range(nk):
-                s += x[a, k, b] * x[a, k, b]
-            inv = 1.0 / math.sqrt(s + eps)
-            for k in range(nk):
-                y[a, k, b] = x[a, k, b] * inv
+    for a in range(x.shape[0]):
+        for b in range(x.shape[2]):
+            _fwd_row(x, eps, y, a, b)
 
 
 @njit(**JIT)
 def _bwd_cpu(x, og, eps, add, gx):
-    na, nk, nb = x.shape
-    for a in range(na):
-        for b in range(nb):
-            s = 0.0
-            for k in range(nk):
-                s += x[a, k, b] * x[a, k, b]
-            inv = 1.0 / math.sqrt(s + eps)
-            gy = 0.0
-            for k in range(nk):
-                gy += og[a, k, b] * x[a, k, b]
-            gy *= inv * inv
-            for k in range(nk):
-                v = (og[a, k, b] - x[a, k, b] * gy) * inv
-                if add:
-                    gx[a, k, b] += v
-                else:
-                    gx[a, k, b] = v
+    for a in range(x.shape[0]):
+        for b in range(x.shape[2]):
+            _bwd_row(x, og, eps, add, gx, a, b)
 
 
 def _build_gpu():
     import_cuda(globals())
+    fwd_row, bwd_row = gpu_body(_fwd_row), gpu_body(_bwd_row)
 
     @cuda.jit
     def fwd(x, eps, y):
-        na, nk, nb = x.shape
+        nb = x.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for r in range(start, na * nb, stride):
-            a = r // nb
-            b = r % nb
-            s = 0.0
-            for k in range(nk):
-                s += x[a, k, b] * x[a, k, b]
-            inv = 1.0 / math.sqrt(s + eps)
-            for k in range(nk):
-                y[a, k, b] = x[a, k, b] * inv
+        for r in range(start, x.shape[0] * nb, stride):
+            fwd_row(x, eps, y, r // nb, r % nb)
 
     @cuda.jit
     def bwd(x, og, eps, add, gx):
-        na, nk, nb = x.shape
+        nb = x.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for r in range(start, na * nb, stride):
-            a = r // nb
-            b = r % nb
-            s = 0.0
-            gy = 0.0
-            for k in range(nk):
-                s += x[a, k, b] * x[a, k, b]
-                gy += og[a, k, b] * x[a, k, b]
-            inv = 1.0 / math.sqrt(s + eps)
-            gy *= inv * inv
-            for k in range(nk):
-                v = (og[a, k, b] - x[a, k, b] * gy) * inv
-                if add:
-                    gx[a, k, b] += v
-                else:
-                    gx[a, k, b] = v
+        for r in range(start, x.shape[0] * nb, stride):
+            bwd_row(x, og, eps, add, gx, r // nb, r % nb)
 
     return fwd, bwd
 

@@ -52,6 +52,7 @@ import numpy as np
 from numba import njit
 
 from ...base import ShapeError
+from ...jit import gpu_body
 from ..params import Field, Params, require_finite
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
@@ -163,30 +164,83 @@ def _infer_type(p, in_types, aux_types):
     return [known] * len(in_types), [known] * len(_outputs(p)), []
 
 
+# ----------------------------------------------------------------- row bodies
+# One ``(a, b)`` row per call: the CPU kernels loop over the rows, the GPU kernels
+# give each thread a row (grid-stride).
+
+@njit(error_model='numpy')
+def _stats_row(x, gamma, beta, smode, ng, eps, write_y, mean, std, y, a, b):
+    """Mean and std of row ``(a, b)``; with ``write_y`` also its output."""
+    nk = x.shape[1]
+    m = 0.0
+    for k in range(nk):
+        m += x[a, k, b]
+    m /= nk
+    v = 0.0
+    for k in range(nk):
+        d = x[a, k, b] - m
+        v += d * d
+    s = math.sqrt(v / nk + eps)
+    mean[a, b] = m
+    std[a, b] = s
+    if write_y:
+        inv = 1.0 / s
+        for k in range(nk):
+            j = k if smode == 0 else a % ng
+            y[a, k, b] = gamma[j] * ((x[a, k, b] - m) * inv) + beta[j]
+
+
+@njit(error_model='numpy')
+def _grad_row(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, mx, acc_g, acc_b, mg, mb,
+              a, b):
+    """The data gradient of row ``(a, b)`` (mode ``mx``: 0 null, 1 write, 2 add).
+
+    With ``mg``/``mb`` also adds the row's share of the gamma/beta gradients to
+    ``acc_g``/``acc_b`` (the CPU's single pass; GPU threads leave them off).
+    """
+    nk = x.shape[1]
+    m = mean[a, b]
+    inv = 1.0 / std[a, b]
+    sd = 0.0
+    sdx = 0.0
+    for k in range(nk):
+        j = k if smode == 0 else a % ng
+        xh = (x[a, k, b] - m) * inv
+        g = og[a, k, b]
+        d = g * gamma[j]
+        sd += d
+        sdx += d * xh
+        if mg:
+            acc_g[j] += g * xh
+        if mb:
+            acc_b[j] += g
+    if mx == 0:
+        return
+    sd /= nk
+    sdx /= nk
+    em = 0.0
+    es = 0.0
+    if use_ms:
+        em = gm[a, b] / nk
+        es = gs[a, b] / nk
+    for k in range(nk):
+        j = k if smode == 0 else a % ng
+        xh = (x[a, k, b] - m) * inv
+        v = (og[a, k, b] * gamma[j] - sd - xh * sdx) * inv + em + es * xh
+        if mx == 1:
+            gx[a, k, b] = v
+        else:
+            gx[a, k, b] += v
+
+
 # ----------------------------------------------------------------- CPU kernels
 
 @njit(**JIT)
 def _fwd_cpu(x, gamma, beta, smode, ng, eps, write_y, mean, std, y):
     """Row statistics into mean/std (A, B); with ``write_y`` also the output."""
-    na, nk, nb = x.shape
-    for a in range(na):
-        for b in range(nb):
-            m = 0.0
-            for k in range(nk):
-                m += x[a, k, b]
-            m /= nk
-            v = 0.0
-            for k in range(nk):
-                d = x[a, k, b] - m
-                v += d * d
-            s = math.sqrt(v / nk + eps)
-            mean[a, b] = m
-            std[a, b] = s
-            if write_y:
-                inv = 1.0 / s
-                for k in range(nk):
-                    j = k if smode == 0 else a % ng
-                    y[a, k, b] = gamma[j] * ((x[a, k, b] - m) * inv) + beta[j]
+    for a in range(x.shape[0]):
+        for b in range(x.shape[2]):
+            _stats_row(x, gamma, beta, smode, ng, eps, write_y, mean, std, y, a, b)
 
 
 @njit(**JIT)
@@ -198,41 +252,10 @@ def _bwd_cpu(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, ggam, gbet,
     gamma/beta sums, which run over every row: float32 sums of thousands of
     rows would lose ~1e-4 relative.
     """
-    na, nk, nb = x.shape
-    for a in range(na):
-        for b in range(nb):
-            m = mean[a, b]
-            inv = 1.0 / std[a, b]
-            sd = 0.0
-            sdx = 0.0
-            for k in range(nk):
-                j = k if smode == 0 else a % ng
-                xh = (x[a, k, b] - m) * inv
-                g = og[a, k, b]
-                d = g * gamma[j]
-                sd += d
-                sdx += d * xh
-                if mg:
-                    acc_g[j] += g * xh
-                if mb:
-                    acc_b[j] += g
-            if mx == 0:
-                continue
-            sd /= nk
-            sdx /= nk
-            em = 0.0
-            es = 0.0
-            if use_ms:
-                em = gm[a, b] / nk
-                es = gs[a, b] / nk
-            for k in range(nk):
-                j = k if smode == 0 else a % ng
-                xh = (x[a, k, b] - m) * inv
-                v = (og[a, k, b] * gamma[j] - sd - xh * sdx) * inv + em + es * xh
-                if mx == 1:
-                    gx[a, k, b] = v
-                else:
-                    gx[a, k, b] += v
+    for a in range(x.shape[0]):
+        for b in range(x.shape[2]):
+            _grad_row(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, mx, acc_g, acc_b,
+                      mg, mb, a, b)
     for j in range(acc_g.shape[0]):
         if mg == 1:
             ggam[j] = acc_g[j]
@@ -248,61 +271,22 @@ def _bwd_cpu(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, ggam, gbet,
 
 def _build_gpu():
     import_cuda(globals())
+    stats_row, grad_row = gpu_body(_stats_row), gpu_body(_grad_row)
 
     @cuda.jit
     def fwd(x, gamma, beta, smode, ng, eps, write_y, mean, std, y):
-        na, nk, nb = x.shape
+        nb = x.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for r in range(start, na * nb, stride):
-            a = r // nb
-            b = r % nb
-            m = 0.0
-            for k in range(nk):
-                m += x[a, k, b]
-            m /= nk
-            v = 0.0
-            for k in range(nk):
-                d = x[a, k, b] - m
-                v += d * d
-            s = math.sqrt(v / nk + eps)
-            mean[a, b] = m
-            std[a, b] = s
-            if write_y:
-                for k in range(nk):
-                    j = k if smode == 0 else a % ng
-                    y[a, k, b] = gamma[j] * ((x[a, k, b] - m) / s) + beta[j]
+        for r in range(start, x.shape[0] * nb, stride):
+            stats_row(x, gamma, beta, smode, ng, eps, write_y, mean, std, y, r // nb, r % nb)
 
     @cuda.jit
     def grad_x(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, mx):
-        na, nk, nb = x.shape
+        nb = x.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for r in range(start, na * nb, stride):
-            a = r // nb
-            b = r % nb
-            m = mean[a, b]
-            inv = 1.0 / std[a, b]
-            sd = 0.0
-            sdx = 0.0
-            for k in range(nk):
-                j = k if smode == 0 else a % ng
-                d = og[a, k, b] * gamma[j]
-                sd += d
-                sdx += d * (x[a, k, b] - m) * inv
-            sd /= nk
-            sdx /= nk
-            em = 0.0
-            es = 0.0
-            if use_ms:
-                em = gm[a, b] / nk
-                es = gs[a, b] / nk
-            for k in range(nk):
-                j = k if smode == 0 else a % ng
-                xh = (x[a, k, b] - m) * inv
-                v = (og[a, k, b] * gamma[j] - sd - xh * sdx) * inv + em + es * xh
-                if mx == 1:
-                    gx[a, k, b] = v
-                else:
-                    gx[a, k, b] += v
+        for r in range(start, x.shape[0] * nb, stride):
+            grad_row(x, gamma, mean, std, og, gm, gs, use_ms, smode, ng, gx, mx, gamma, gamma,
+                     0, 0, r // nb, r % nb)
 
     @cuda.jit
     def grad_scale(x, mean, std, og, smode, ng, ggam, gbet, mg, mb):

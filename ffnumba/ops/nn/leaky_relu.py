@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 
 from ...base import ParamError, ShapeError
+from ...jit import gpu_body
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign, same_type
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d, make_unary
@@ -165,6 +166,32 @@ def _infer_type(p, in_types, aux_types):
 
 # ----------------------------------------------------------- prelu / rrelu CPU
 
+@njit
+def _prelu(v, g):
+    """PReLU / RReLU of one value with slope ``g`` (CPU and GPU kernels call it)."""
+    return v if v > 0 else g * v
+
+
+@njit
+def _prelu_dx(v, d, g):
+    """Gradient ``d`` through :func:`_prelu` at ``v``."""
+    return d if v > 0 else g * d
+
+
+@njit(error_model='numpy')
+def _masked_at(x, mask, y, i):
+    y[i] = _prelu(x[i], mask[i])
+
+
+@njit(error_model='numpy')
+def _masked_grad_at(x, mask, og, gx, add, i):
+    g = _prelu_dx(x[i], og[i], mask[i])
+    if add:
+        gx[i] += g
+    else:
+        gx[i] = g
+
+
 @njit(**JIT)
 def _prelu_fwd(x, gamma, y):
     n_out, n_c, n_in = x.shape
@@ -173,8 +200,7 @@ def _prelu_fwd(x, gamma, y):
         for c in range(n_c):
             g = gamma[0] if one else gamma[c]
             for i in range(n_in):
-                v = x[o, c, i]
-                y[o, c, i] = v if v > 0 else g * v
+                y[o, c, i] = _prelu(x[o, c, i], g)
 
 
 @njit(**JIT)
@@ -193,10 +219,8 @@ def _prelu_bwd(x, gamma, og, gx, mode_x, gg, mode_g):
             for i in range(n_in):
                 v = x[o, c, i]
                 d = og[o, c, i]
-                if v > 0:
-                    gi = d
-                else:
-                    gi = g * d
+                gi = _prelu_dx(v, d, g)
+                if not v > 0:
                     acc += d * v
                 if mode_x == 1:
                     gx[o, c, i] = gi
@@ -209,18 +233,13 @@ def _prelu_bwd(x, gamma, og, gx, mode_x, gg, mode_g):
 @njit(**JIT)
 def _masked_fwd(x, mask, y):
     for i in range(x.size):
-        v = x[i]
-        y[i] = v if v > 0 else mask[i] * v
+        _masked_at(x, mask, y, i)
 
 
 @njit(**JIT)
 def _masked_bwd(x, mask, og, gx, add):
     for i in range(x.size):
-        g = og[i] if x[i] > 0 else og[i] * mask[i]
-        if add:
-            gx[i] += g
-        else:
-            gx[i] = g
+        _masked_grad_at(x, mask, og, gx, add, i)
 
 
 _MODES = {'null': 0, 'write': 1, 'add': 2}
@@ -311,21 +330,21 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 def _build_gpu():
     import_cuda(globals())
+    masked_at, masked_grad_at = gpu_body(_masked_at), gpu_body(_masked_grad_at)
 
     @cuda.jit
     def prelu_fwd(x, gamma, y, n_c, n_in):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for j in range(start, x.size, stride):
             c = 0 if gamma.size == 1 else (j // n_in) % n_c
-            v = x[j]
-            y[j] = v if v > 0 else gamma[c] * v
+            y[j] = _prelu(x[j], gamma[c])
 
     @cuda.jit
     def prelu_bwd_x(x, gamma, og, gx, add, n_c, n_in):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for j in range(start, x.size, stride):
             c = 0 if gamma.size == 1 else (j // n_in) % n_c
-            g = og[j] if x[j] > 0 else gamma[c] * og[j]
+            g = _prelu_dx(x[j], og[j], gamma[c])
             if add:
                 gx[j] += g
             else:
@@ -358,18 +377,13 @@ def _build_gpu():
     def masked_fwd(x, mask, y):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for j in range(start, x.size, stride):
-            v = x[j]
-            y[j] = v if v > 0 else mask[j] * v
+            masked_at(x, mask, y, j)
 
     @cuda.jit
     def masked_bwd(x, mask, og, gx, add):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for j in range(start, x.size, stride):
-            g = og[j] if x[j] > 0 else og[j] * mask[j]
-            if add:
-                gx[j] += g
-            else:
-                gx[j] = g
+            masked_grad_at(x, mask, og, gx, add, j)
 
     return dict(prelu_fwd=prelu_fwd, prelu_bwd_x=prelu_bwd_x, prelu_bwd_g=prelu_bwd_g,
                 masked_fwd=masked_fwd, masked_bwd=masked_bwd)

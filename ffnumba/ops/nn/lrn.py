@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from ...base import ShapeError, ParamError
+from ...jit import gpu_body
 from ..params import Params, Field
 from ..registry import OpDef, register_op, same_shape
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
@@ -102,35 +103,23 @@ def _lrn_bwd(x, og, scale, alpha, beta, nsize, add, gx):
 
 def _build_gpu():
     import_cuda(globals())
+    point, grad_point = gpu_body(_lrn_point), gpu_body(_lrn_grad_point)
 
-    # (the math of _lrn_point / _lrn_grad_point, written out: numba's CUDA simulator
-    # cannot pass its device arrays into an @njit helper)
     @cuda.jit
     def fwd(x, alpha, beta, knorm, nsize, scale, y):
-        n_out, n_c, n_in = x.shape
-        h = nsize // 2
+        n_c, n_in = x.shape[1], x.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for j in range(start, x.size, stride):
-            o, c, i = j // (n_c * n_in), (j // n_in) % n_c, j % n_in
-            acc = 0.0
-            for k in range(max(0, c - h), min(n_c - 1, c + h) + 1):
-                acc += x[o, k, i] * x[o, k, i]
-            sc = knorm + alpha / nsize * acc
-            scale[o, c, i] = sc
-            y[o, c, i] = x[o, c, i] * sc ** (-beta)
+            point(x, j // (n_c * n_in), (j // n_in) % n_c, j % n_in, alpha, beta, knorm, nsize,
+                  scale, y)
 
     @cuda.jit
     def bwd(x, og, scale, alpha, beta, nsize, add, gx):
-        n_out, n_c, n_in = x.shape
-        h = nsize // 2
+        n_c, n_in = x.shape[1], x.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for j in range(start, x.size, stride):
             o, c, i = j // (n_c * n_in), (j // n_in) % n_c, j % n_in
-            acc = 0.0
-            for k in range(max(0, c - h), min(n_c - 1, c + h) + 1):
-                acc += og[o, k, i] * x[o, k, i] * scale[o, k, i] ** (-beta - 1.0)
-            g = og[o, c, i] * scale[o, c, i] ** (-beta) - \
-                2.0 * alpha * beta / nsize * x[o, c, i] * acc
+            g = grad_point(x, og, scale, o, c, i, alpha, beta, nsize)
             if add:
                 gx[o, c, i] += g
             else:

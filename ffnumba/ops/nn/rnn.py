@@ -55,6 +55,7 @@ Source: MXNet 1.x ``RNN`` operator documentation and ``src/operator/rnn-inl.h``
 import numpy as np
 
 from ...base import ParamError, ShapeError
+from .. import gemm_cuda
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import f16_safe
@@ -299,9 +300,8 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 # ------------------------------------------------------------------ GPU
 def _gpu_gemm(x, tx, y, ty, out, add):
-    from ..tensor.dot import _gemm_gpu
-    _gemm_gpu(x.reshape((1,) + tuple(x.shape)), tx, y.reshape((1,) + tuple(y.shape)), ty,
-              out.reshape((1,) + tuple(out.shape)), add)
+    """``out (+)= op(x) @ op(y)`` on 2-D device arrays: the tiled GEMM of ``gemm_cuda``."""
+    gemm_cuda.gemm(x, y, out, 1.0, 1.0 if add else 0.0, tx, ty)
 
 
 def _dev(shape, dtype, zero=False):

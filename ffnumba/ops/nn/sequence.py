@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from ...base import FFError, ShapeError
+from ...jit import gpu_body
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, fill_gpu, import_cuda
@@ -102,92 +103,77 @@ def _src(kind, t, L):
     return L - 1
 
 
+@njit
+def _fwd_at(kind, x, lens, use, value, out, T, N, D, tmajor, t, n, d):
+    """Output element (step ``t``, sequence ``n``, feature ``d``); CPU and GPU kernels call it."""
+    L = int(lens[n]) if use else T
+    s = _src(kind, t, L)
+    o = n * D + d if kind == _LAST else _pos(t, n, d, T, N, D, tmajor)
+    if s < 0:
+        out[o] = value
+    else:
+        out[o] = x[_pos(s, n, d, T, N, D, tmajor)]
+
+
+@njit
+def _bwd_at(kind, og, lens, use, ig, add, T, N, D, tmajor, t, n, d):
+    """Input gradient element ``(t, n, d)``: every input has at most one output reading it."""
+    L = int(lens[n]) if use else T
+    g = 0.0
+    if kind == _MASK:
+        if t < L:
+            g = og[_pos(t, n, d, T, N, D, tmajor)]
+    elif kind == _REVERSE:
+        g = og[_pos(_src(kind, t, L), n, d, T, N, D, tmajor)]
+    elif t == L - 1:
+        g = og[n * D + d]
+    j = _pos(t, n, d, T, N, D, tmajor)
+    if add:
+        ig[j] += g
+    else:
+        ig[j] = g
+
+
 @njit(**JIT)
 def _fwd_cpu(kind, x, lens, use, value, out, T, N, D, tmajor):
-    steps = 1 if kind == _LAST else T
     for n in range(N):
-        L = int(lens[n]) if use else T
-        for t in range(steps):
-            s = _src(kind, t, L)
+        for t in range(1 if kind == _LAST else T):
             for d in range(D):
-                o = n * D + d if kind == _LAST else _pos(t, n, d, T, N, D, tmajor)
-                if s < 0:
-                    out[o] = value
-                else:
-                    out[o] = x[_pos(s, n, d, T, N, D, tmajor)]
+                _fwd_at(kind, x, lens, use, value, out, T, N, D, tmajor, t, n, d)
 
 
 @njit(**JIT)
 def _bwd_cpu(kind, og, lens, use, ig, add, T, N, D, tmajor):
-    if not add and kind == _LAST:
-        ig[:] = 0
-    steps = 1 if kind == _LAST else T
     for n in range(N):
-        L = int(lens[n]) if use else T
-        for t in range(steps):
-            s = _src(kind, t, L)
+        for t in range(T):
             for d in range(D):
-                o = n * D + d if kind == _LAST else _pos(t, n, d, T, N, D, tmajor)
-                if kind == _MASK:
-                    g = og[o] if s >= 0 else 0.0
-                    if add:
-                        ig[o] += g
-                    else:
-                        ig[o] = g
-                else:
-                    i = _pos(s, n, d, T, N, D, tmajor)
-                    if add or kind == _LAST:
-                        ig[i] += og[o]
-                    else:
-                        ig[i] = og[o]
+                _bwd_at(kind, og, lens, use, ig, add, T, N, D, tmajor, t, n, d)
 
 
 def _build_fwd():
     import_cuda(globals())
+    fwd_at = gpu_body(_fwd_at)
 
     @cuda.jit
     def k(kind, x, lens, use, value, out, T, N, D, tmajor):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         steps = 1 if kind == _LAST else T
         for i in range(start, steps * N * D, stride):
-            d = i % D
-            n = (i // D) % N
-            t = i // (D * N)
-            L = int(lens[n]) if use else T
-            s = _src(kind, t, L)
-            o = n * D + d if kind == _LAST else _pos(t, n, d, T, N, D, tmajor)
-            if s < 0:
-                out[o] = value
-            else:
-                out[o] = x[_pos(s, n, d, T, N, D, tmajor)]
+            fwd_at(kind, x, lens, use, value, out, T, N, D, tmajor, i // (D * N), (i // D) % N,
+                   i % D)
     return k
 
 
 def _build_bwd():
     import_cuda(globals())
+    bwd_at = gpu_body(_bwd_at)
 
     @cuda.jit
     def k(kind, og, lens, use, ig, add, T, N, D, tmajor):
-        # every input position has exactly one source: walk the inputs (no races)
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for i in range(start, T * N * D, stride):
-            d = i % D
-            n = (i // D) % N
-            t = i // (D * N)
-            L = int(lens[n]) if use else T
-            g = 0.0
-            if kind == _MASK:
-                if t < L:
-                    g = og[_pos(t, n, d, T, N, D, tmajor)]
-            elif kind == _REVERSE:
-                g = og[_pos(_src(kind, t, L), n, d, T, N, D, tmajor)]
-            elif t == L - 1:
-                g = og[n * D + d]
-            j = _pos(t, n, d, T, N, D, tmajor)
-            if add:
-                ig[j] += g
-            else:
-                ig[j] = g
+            bwd_at(kind, og, lens, use, ig, add, T, N, D, tmajor, i // (D * N), (i // D) % N,
+                   i % D)
     return k
 
 

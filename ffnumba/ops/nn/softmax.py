@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from ...base import ShapeError, ParamError
+from ...jit import gpu_body
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
@@ -75,128 +76,111 @@ class SoftmaxActivationParam(Params):
                  choices=('channel', 'instance'))
 
 
-# ----------------------------------------------------------------- CPU kernels
+# ----------------------------------------------------------------- row bodies
+# One ``(o, i)`` row (the K entries along axis 1) per call: the CPU kernels loop
+# over the rows, the GPU kernels give each thread a row (grid-stride).
 
-@njit(**JIT)
-def _fwd(x, inv_t, log, lens, use_len, y):
-    """Softmax over axis 1 of x (outer, K, inner); ``lens`` (outer, inner) masks with use_len.
+@njit(error_model='numpy')
+def _row_len(lens, use_len, n_k, o, i):
+    """The row's valid length: ``lens[o, i]`` clipped to ``[0, K]``, or ``K``."""
+    if use_len:
+        return min(max(int(lens[o, i]), 0), n_k)
+    return n_k
+
+
+@njit(error_model='numpy')
+def _fwd_row(x, inv_t, log, lens, use_len, y, o, i):
+    """Softmax of row ``(o, i)``; entries past its length are 0.
 
     The exponent is ``x * inv_t - max_j(x_j * inv_t)``, so a negative ``inv_t``
     (softmin) stays <= 0 too.
     """
-    n_out, n_k, n_in = x.shape
-    for o in range(n_out):
-        for i in range(n_in):
-            n = n_k
-            if use_len:
-                n = min(max(int(lens[o, i]), 0), n_k)
-                for k in range(n, n_k):
-                    y[o, k, i] = 0.0
-                if n == 0:
-                    continue
-            m = x[o, 0, i] * inv_t
-            for k in range(1, n):
-                v = x[o, k, i] * inv_t
-                if v > m:
-                    m = v
-            s = 0.0
-            for k in range(n):
-                s += math.exp(x[o, k, i] * inv_t - m)
-            if log:
-                ls = math.log(s)
-                for k in range(n):
-                    y[o, k, i] = x[o, k, i] * inv_t - m - ls
-            else:
-                r = 1.0 / s
-                for k in range(n):
-                    y[o, k, i] = math.exp(x[o, k, i] * inv_t - m) * r
+    n_k = x.shape[1]
+    n = _row_len(lens, use_len, n_k, o, i)
+    for k in range(n, n_k):
+        y[o, k, i] = 0.0
+    if n == 0:
+        return
+    m = x[o, 0, i] * inv_t
+    for k in range(1, n):
+        v = x[o, k, i] * inv_t
+        if v > m:
+            m = v
+    s = 0.0
+    for k in range(n):
+        s += math.exp(x[o, k, i] * inv_t - m)
+    if log:
+        ls = math.log(s)
+        for k in range(n):
+            y[o, k, i] = x[o, k, i] * inv_t - m - ls
+    else:
+        r = 1.0 / s
+        for k in range(n):
+            y[o, k, i] = math.exp(x[o, k, i] * inv_t - m) * r
+
+
+@njit(error_model='numpy')
+def _bwd_row(y, og, inv_t, log, lens, use_len, add, gx, o, i):
+    """The data gradient of row ``(o, i)`` from the output ``y``; 0 past its length."""
+    n_k = y.shape[1]
+    n = _row_len(lens, use_len, n_k, o, i)
+    if not add:
+        for k in range(n, n_k):
+            gx[o, k, i] = 0.0
+    s = 0.0
+    if log:
+        for k in range(n):
+            s += og[o, k, i]
+    else:
+        for k in range(n):
+            s += og[o, k, i] * y[o, k, i]
+    for k in range(n):
+        if log:
+            g = (og[o, k, i] - math.exp(y[o, k, i]) * s) * inv_t
+        else:
+            g = y[o, k, i] * (og[o, k, i] - s) * inv_t
+        if add:
+            gx[o, k, i] += g
+        else:
+            gx[o, k, i] = g
+
+
+# ----------------------------------------------------------------- CPU kernels
+
+@njit(**JIT)
+def _fwd(x, inv_t, log, lens, use_len, y):
+    """Softmax over axis 1 of x (outer, K, inner); ``lens`` (outer, inner) masks with use_len."""
+    for o in range(x.shape[0]):
+        for i in range(x.shape[2]):
+            _fwd_row(x, inv_t, log, lens, use_len, y, o, i)
 
 
 @njit(**JIT)
 def _bwd(y, og, inv_t, log, lens, use_len, add, gx):
-    n_out, n_k, n_in = y.shape
-    for o in range(n_out):
-        for i in range(n_in):
-            n = n_k
-            if use_len:
-                n = min(max(int(lens[o, i]), 0), n_k)
-                for k in range(n, n_k):
-                    if not add:
-                        gx[o, k, i] = 0.0
-            s = 0.0
-            if log:
-                for k in range(n):
-                    s += og[o, k, i]
-            else:
-                for k in range(n):
-                    s += og[o, k, i] * y[o, k, i]
-            for k in range(n):
-                if log:
-                    g = (og[o, k, i] - math.exp(y[o, k, i]) * s) * inv_t
-                else:
-                    g = y[o, k, i] * (og[o, k, i] - s) * inv_t
-                if add:
-                    gx[o, k, i] += g
-                else:
-                    gx[o, k, i] = g
+    for o in range(y.shape[0]):
+        for i in range(y.shape[2]):
+            _bwd_row(y, og, inv_t, log, lens, use_len, add, gx, o, i)
 
 
 # ----------------------------------------------------------------- GPU kernels
 
 def _build_gpu():
     import_cuda(globals())
+    fwd_row, bwd_row = gpu_body(_fwd_row), gpu_body(_bwd_row)
 
     @cuda.jit
     def fwd(x, inv_t, log, lens, use_len, y):
-        n_out, n_k, n_in = x.shape
+        n_in = x.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for r in range(start, n_out * n_in, stride):
-            o = r // n_in
-            i = r % n_in
-            n = n_k
-            if use_len:
-                n = min(max(int(lens[o, i]), 0), n_k)
-                for k in range(n, n_k):
-                    y[o, k, i] = 0.0
-            if n > 0:
-                m = x[o, 0, i] * inv_t
-                for k in range(1, n):
-                    m = max(m, x[o, k, i] * inv_t)
-                s = 0.0
-                for k in range(n):
-                    s += math.exp(x[o, k, i] * inv_t - m)
-                ls = math.log(s)
-                for k in range(n):
-                    if log:
-                        y[o, k, i] = x[o, k, i] * inv_t - m - ls
-                    else:
-                        y[o, k, i] = math.exp(x[o, k, i] * inv_t - m) / s
+        for r in range(start, x.shape[0] * n_in, stride):
+            fwd_row(x, inv_t, log, lens, use_len, y, r // n_in, r % n_in)
 
     @cuda.jit
     def bwd(y, og, inv_t, log, lens, use_len, add, gx):
-        n_out, n_k, n_in = y.shape
+        n_in = y.shape[2]
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for r in range(start, n_out * n_in, stride):
-            o = r // n_in
-            i = r % n_in
-            n = n_k
-            if use_len:
-                n = min(max(int(lens[o, i]), 0), n_k)
-                for k in range(n, n_k):
-                    if not add:
-                        gx[o, k, i] = 0.0
-            s = 0.0
-            for k in range(n):
-                s += og[o, k, i] if log else og[o, k, i] * y[o, k, i]
-            for k in range(n):
-                if log:
-                    g = (og[o, k, i] - math.exp(y[o, k, i]) * s) * inv_t
-                else:
-                    g = y[o, k, i] * (og[o, k, i] - s) * inv_t
-                if add:
-                    gx[o, k, i] += g
-                else:
-                    gx[o, k, i] = g
+        for r in range(start, y.shape[0] * n_in, stride):
+            bwd_row(y, og, inv_t, log, lens, use_len, add, gx, r // n_in, r % n_in)
 
     return fwd, bwd
 

@@ -34,6 +34,7 @@ as Long et al., "Fully Convolutional Networks" (2015).
 from numba import njit
 
 from ...base import ShapeError
+from ...jit import gpu_body
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda, launch_1d
@@ -108,7 +109,85 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
     return ins, [(n, c_out, oh, ow)], list(aux_shapes)
 
 
-# ----------------------------------------------------------------- kernels
+# ----------------------------------------------------------------- element bodies
+# One output element per call, written once: the CPU kernels loop over the
+# elements, the GPU kernels give each thread one (grid-stride). All gather, so
+# no element is written twice and ``add`` is a flag.
+
+@njit
+def _put4(a, i, j, k, m, v, add):
+    """``a[i, j, k, m] (+)= v``."""
+    if add:
+        a[i, j, k, m] += v
+    else:
+        a[i, j, k, m] = v
+
+
+@njit(error_model='numpy')
+def _nearest_fwd_at(x, s, c_off, add, out, n, c, y, xx):
+    _put4(out, n, c_off + c, y, xx, x[n, c, y // s, xx // s], add)
+
+
+@njit(error_model='numpy')
+def _nearest_bwd_at(og, s, c_off, add, gx, n, c, y, xx):
+    acc = 0.0
+    for dy in range(s):
+        for dx in range(s):
+            acc += og[n, c_off + c, y * s + dy, xx * s + dx]
+    _put4(gx, n, c, y, xx, acc, add)
+
+
+@njit(error_model='numpy')
+def _bilinear_fwd_at(x, wt, s, pad, out, n, c, oy, ox):
+    """out[Y] sums x[y] * w[Y + pad - y*s] over the y that reach Y."""
+    h, w = x.shape[2], x.shape[3]
+    k = wt.shape[2]
+    acc = 0.0
+    for ky in range((oy + pad) % s, k, s):
+        y = (oy + pad - ky) // s
+        if y < 0 or y >= h:
+            continue
+        for kx in range((ox + pad) % s, k, s):
+            xx = (ox + pad - kx) // s
+            if 0 <= xx < w:
+                acc += x[n, c, y, xx] * wt[c, 0, ky, kx]
+    out[n, c, oy, ox] = acc
+
+
+@njit(error_model='numpy')
+def _bilinear_data_at(og, wt, s, pad, add, gx, n, c, y, xx):
+    k = wt.shape[2]
+    oh, ow = og.shape[2], og.shape[3]
+    acc = 0.0
+    for ky in range(k):
+        oy = y * s - pad + ky
+        if oy < 0 or oy >= oh:
+            continue
+        for kx in range(k):
+            ox = xx * s - pad + kx
+            if 0 <= ox < ow:
+                acc += og[n, c, oy, ox] * wt[c, 0, ky, kx]
+    _put4(gx, n, c, y, xx, acc, add)
+
+
+@njit(error_model='numpy')
+def _bilinear_weight_at(x, og, s, pad, add, gw, c, ky, kx):
+    n_n, h, w = x.shape[0], x.shape[2], x.shape[3]
+    oh, ow = og.shape[2], og.shape[3]
+    acc = 0.0
+    for n in range(n_n):
+        for y in range(h):
+            oy = y * s - pad + ky
+            if oy < 0 or oy >= oh:
+                continue
+            for xx in range(w):
+                ox = xx * s - pad + kx
+                if 0 <= ox < ow:
+                    acc += x[n, c, y, xx] * og[n, c, oy, ox]
+    _put4(gw, c, 0, ky, kx, acc, add)
+
+
+# ----------------------------------------------------------------- CPU kernels
 
 @njit(**JIT)
 def _nearest_fwd(x, s, c_off, add, out):
@@ -117,11 +196,7 @@ def _nearest_fwd(x, s, c_off, add, out):
         for c in range(n_c):
             for y in range(h * s):
                 for xx in range(w * s):
-                    v = x[n, c, y // s, xx // s]
-                    if add:
-                        out[n, c_off + c, y, xx] += v
-                    else:
-                        out[n, c_off + c, y, xx] = v
+                    _nearest_fwd_at(x, s, c_off, add, out, n, c, y, xx)
 
 
 @njit(**JIT)
@@ -131,37 +206,17 @@ def _nearest_bwd(og, s, c_off, add, gx):
         for c in range(n_c):
             for y in range(h):
                 for xx in range(w):
-                    acc = 0.0
-                    for dy in range(s):
-                        for dx in range(s):
-                            acc += og[n, c_off + c, y * s + dy, xx * s + dx]
-                    if add:
-                        gx[n, c, y, xx] += acc
-                    else:
-                        gx[n, c, y, xx] = acc
+                    _nearest_bwd_at(og, s, c_off, add, gx, n, c, y, xx)
 
 
 @njit(**JIT)
 def _bilinear_fwd(x, wt, s, pad, out):
-    n_n, n_c, h, w = x.shape
-    k = wt.shape[2]
-    oh, ow = out.shape[2], out.shape[3]
+    n_n, n_c, oh, ow = out.shape
     for n in range(n_n):
         for c in range(n_c):
-            for y in range(oh):
-                for xx in range(ow):
-                    out[n, c, y, xx] = 0.0
-            for y in range(h):
-                for xx in range(w):
-                    v = x[n, c, y, xx]
-                    for ky in range(k):
-                        oy = y * s - pad + ky
-                        if oy < 0 or oy >= oh:
-                            continue
-                        for kx in range(k):
-                            ox = xx * s - pad + kx
-                            if 0 <= ox < ow:
-                                out[n, c, oy, ox] += v * wt[c, 0, ky, kx]
+            for oy in range(oh):
+                for ox in range(ow):
+                    _bilinear_fwd_at(x, wt, s, pad, out, n, c, oy, ox)
 
 
 @njit(**JIT)
@@ -169,33 +224,17 @@ def _bilinear_bwd(x, wt, og, s, pad, gx, mode_x, gw, mode_w):
     """mode: 0 null, 1 write, 2 add."""
     n_n, n_c, h, w = x.shape
     k = wt.shape[2]
-    oh, ow = og.shape[2], og.shape[3]
-    if mode_w == 1:
+    if mode_x != 0:
+        for n in range(n_n):
+            for c in range(n_c):
+                for y in range(h):
+                    for xx in range(w):
+                        _bilinear_data_at(og, wt, s, pad, mode_x == 2, gx, n, c, y, xx)
+    if mode_w != 0:
         for c in range(n_c):
             for ky in range(k):
                 for kx in range(k):
-                    gw[c, 0, ky, kx] = 0.0
-    for n in range(n_n):
-        for c in range(n_c):
-            for y in range(h):
-                for xx in range(w):
-                    acc = 0.0
-                    v = x[n, c, y, xx]
-                    for ky in range(k):
-                        oy = y * s - pad + ky
-                        if oy < 0 or oy >= oh:
-                            continue
-                        for kx in range(k):
-                            ox = xx * s - pad + kx
-                            if 0 <= ox < ow:
-                                g = og[n, c, oy, ox]
-                                acc += g * wt[c, 0, ky, kx]
-                                if mode_w != 0:
-                                    gw[c, 0, ky, kx] += g * v
-                    if mode_x == 1:
-                        gx[n, c, y, xx] = acc
-                    elif mode_x == 2:
-                        gx[n, c, y, xx] += acc
+                    _bilinear_weight_at(x, og, s, pad, mode_w == 2, gw, c, ky, kx)
 
 
 _MODES = {'null': 0, 'write': 1, 'add': 2}
@@ -242,99 +281,45 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 def _build_gpu():
     import_cuda(globals())
+    nf, nbw = gpu_body(_nearest_fwd_at), gpu_body(_nearest_bwd_at)
+    bf, bd, bw = gpu_body(_bilinear_fwd_at), gpu_body(_bilinear_data_at), \
+        gpu_body(_bilinear_weight_at)
 
     @cuda.jit
     def nearest_fwd(x, s, c_off, add, out):
-        n_n, n_c, h, w = x.shape
-        oh, ow = h * s, w * s
+        n_c, oh, ow = x.shape[1], x.shape[2] * s, x.shape[3] * s
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        for e in range(start, n_n * n_c * oh * ow, stride):
+        for e in range(start, x.shape[0] * n_c * oh * ow, stride):
             n, c, y, xx = unravel4(e, n_c, oh, ow)
-            v = x[n, c, y // s, xx // s]
-            if add:
-                out[n, c_off + c, y, xx] += v
-            else:
-                out[n, c_off + c, y, xx] = v
+            nf(x, s, c_off, add, out, n, c, y, xx)
 
     @cuda.jit
     def nearest_bwd(og, s, c_off, add, gx):
-        n_n, n_c, h, w = gx.shape
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, gx.size, stride):
-            n, c, y, xx = unravel4(e, n_c, h, w)
-            acc = 0.0
-            for dy in range(s):
-                for dx in range(s):
-                    acc += og[n, c_off + c, y * s + dy, xx * s + dx]
-            if add:
-                gx[n, c, y, xx] += acc
-            else:
-                gx[n, c, y, xx] = acc
+            n, c, y, xx = unravel4(e, gx.shape[1], gx.shape[2], gx.shape[3])
+            nbw(og, s, c_off, add, gx, n, c, y, xx)
 
     @cuda.jit
     def bilinear_fwd(x, wt, s, pad, out):
-        """Gather form: out[Y] sums x[y] * w[Y + pad - y*s] over the y that reach Y."""
-        n_n, n_c, h, w = x.shape
-        k = wt.shape[2]
-        oh, ow = out.shape[2], out.shape[3]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, out.size, stride):
-            n, c, oy, ox = unravel4(e, n_c, oh, ow)
-            acc = 0.0
-            for ky in range((oy + pad) % s, k, s):
-                y = (oy + pad - ky) // s
-                if y < 0 or y >= h:
-                    continue
-                for kx in range((ox + pad) % s, k, s):
-                    xx = (ox + pad - kx) // s
-                    if 0 <= xx < w:
-                        acc += x[n, c, y, xx] * wt[c, 0, ky, kx]
-            out[n, c, oy, ox] = acc
+            n, c, oy, ox = unravel4(e, out.shape[1], out.shape[2], out.shape[3])
+            bf(x, wt, s, pad, out, n, c, oy, ox)
 
     @cuda.jit
     def bilinear_bwd_data(og, wt, s, pad, add, gx):
-        n_n, n_c, h, w = gx.shape
-        k = wt.shape[2]
-        oh, ow = og.shape[2], og.shape[3]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, gx.size, stride):
-            n, c, y, xx = unravel4(e, n_c, h, w)
-            acc = 0.0
-            for ky in range(k):
-                oy = y * s - pad + ky
-                if oy < 0 or oy >= oh:
-                    continue
-                for kx in range(k):
-                    ox = xx * s - pad + kx
-                    if 0 <= ox < ow:
-                        acc += og[n, c, oy, ox] * wt[c, 0, ky, kx]
-            if add:
-                gx[n, c, y, xx] += acc
-            else:
-                gx[n, c, y, xx] = acc
+            n, c, y, xx = unravel4(e, gx.shape[1], gx.shape[2], gx.shape[3])
+            bd(og, wt, s, pad, add, gx, n, c, y, xx)
 
     @cuda.jit
     def bilinear_bwd_weight(x, og, s, pad, add, gw):
-        n_n, n_c, h, w = x.shape
-        k = gw.shape[2]
-        oh, ow = og.shape[2], og.shape[3]
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for e in range(start, gw.size, stride):
-            _, c, ky, kx = unravel4(e, n_c, k, k)
-            acc = 0.0
-            for n in range(n_n):
-                for y in range(h):
-                    oy = y * s - pad + ky
-                    if oy < 0 or oy >= oh:
-                        continue
-                    for xx in range(w):
-                        ox = xx * s - pad + kx
-                        if 0 <= ox < ow:
-                            acc += x[n, c, y, xx] * og[n, c, oy, ox]
-            if add:
-                gw[c, 0, ky, kx] += acc
-            else:
-                gw[c, 0, ky, kx] = acc
+            _, c, ky, kx = unravel4(e, gw.shape[0], gw.shape[2], gw.shape[3])
+            bw(x, og, s, pad, add, gw, c, ky, kx)
 
     return dict(nearest_fwd=nearest_fwd, nearest_bwd=nearest_bwd, bilinear_fwd=bilinear_fwd,
                 bilinear_bwd_data=bilinear_bwd_data, bilinear_bwd_weight=bilinear_bwd_weight)

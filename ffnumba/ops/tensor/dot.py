@@ -41,11 +41,10 @@ from ...base import ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op
 from .._float_compute import float64_compute
-from ..templates import JIT, LazyCudaKernel, _down, _up, import_cuda, launch_1d
+from .. import gemm_cuda
+from ..templates import JIT, _down, _up
 
 __all__ = ['DotParam', 'dot_shape', 'batch_dot_shape']
-
-cuda = None  # bound by import_cuda(globals()) on first GPU use
 
 
 class DotParam(Params):
@@ -223,60 +222,22 @@ def _bdot_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 
 # ------------------------------------------------------------------------- GPU
-def _build_gemm():
-    import_cuda(globals())
-
-    @cuda.jit
-    def k(x, y, out, nb, m, n, kk, sxb, sxi, sxk, syb, syk, syj, add):
-        # out[b, i, j] (+)= sum_t x[b, i, t] y[b, t, j], operands read through strides
-        start, stride = cuda.grid(1), cuda.gridsize(1)
-        for t in range(start, nb * m * n, stride):
-            b = t // (m * n)
-            r = t - b * m * n
-            i = r // n
-            j = r - i * n
-            xo = b * sxb + i * sxi
-            yo = b * syb + j * syj
-            acc = x[xo] * y[yo]
-            for q in range(1, kk):
-                acc += x[xo + q * sxk] * y[yo + q * syk]
-            if add:
-                out[t] += acc
-            else:
-                out[t] = acc
-    return k
-
-
-_gemm_gpu_kernel = LazyCudaKernel(_build_gemm)
-
-
 def _gemm_gpu(x, tx, y, ty, out, add):
-    """GPU ``out (+)= op(x) @ op(y)`` for stacks of matrices ``(B, r, c)`` (C order).
+    """GPU ``out (+)= op(x) @ op(y)`` for matrices or stacks ``(B, r, c)`` (C order).
 
-    One thread per output element; transposes are read through strides.
+    The tiled shared-memory GEMM of :mod:`ffnumba.ops.gemm_cuda`.
     """
-    nb, xr, xc = x.shape
-    _, yr, yc = y.shape
-    m, kk = (xc, xr) if tx else (xr, xc)
-    n = yr if ty else yc
-    sxi, sxk = (1, xc) if tx else (xc, 1)
-    syk, syj = (1, yc) if ty else (yc, 1)
-    launch_1d(_gemm_gpu_kernel.kernel, nb * m * n, x.reshape(-1), y.reshape(-1), out.reshape(-1),
-              nb, m, n, kk, xr * xc, sxi, sxk, yr * yc, syk, syj, add)
+    gemm_cuda.gemm(x, y, out, 1.0, 1.0 if add else 0.0, tx, ty)
 
 
 def _dot_forward_gpu(ctx, p, inputs, outputs, aux):
     a, b, c = _dot_views(p, inputs[0], inputs[1], outputs[0])
-    _gemm_gpu(a.reshape((1,) + a.shape), p.transpose_a, b.reshape((1,) + b.shape),
-              p.transpose_b, c.reshape((1,) + c.shape), False)
+    _gemm_gpu(a, p.transpose_a, b, p.transpose_b, c, False)
 
 
 def _dot_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     a, b, dc = _dot_views(p, inputs[0], inputs[1], out_grads[0])
-    in3 = [None if g is None else g.reshape((1,) + (a.shape if i == 0 else b.shape))
-           for i, g in enumerate(in_grads)]
-    _backward_with(_gemm_gpu, p, a.reshape((1,) + a.shape), b.reshape((1,) + b.shape),
-                   dc.reshape((1,) + dc.shape), in3, req)
+    _backward_with(_gemm_gpu, p, a, b, dc, in_grads, req)
 
 
 def _bdot_forward_gpu(ctx, p, inputs, outputs, aux):
@@ -285,8 +246,8 @@ def _bdot_forward_gpu(ctx, p, inputs, outputs, aux):
 
 
 def _bdot_backward_gpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
-    in3 = [None if g is None else _as3(g) for g in in_grads]
-    _backward_with(_gemm_gpu, p, _as3(inputs[0]), _as3(inputs[1]), _as3(out_grads[0]), in3, req)
+    _backward_with(_gemm_gpu, p, _as3(inputs[0]), _as3(inputs[1]), _as3(out_grads[0]),
+                   in_grads, req)
 
 
 # int/bool operands are multiplied in float64 and cast back (ops._float_compute): the

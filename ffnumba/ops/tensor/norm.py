@@ -43,6 +43,7 @@ from ...base import ParamError
 from ..broadcast_templates import reduce_plan
 from ..params import Field, Params, Shape
 from ..registry import OpDef, register_op
+from ...jit import gpu_body
 from ..templates import JIT, LazyCudaKernel, _down, _up, import_cuda, launch_1d
 from .reduce import ReduceParam, reduce_axes, reduce_shape
 
@@ -137,161 +138,138 @@ def _elem_grad(kind, x, y, p_nz, n_zero):
     return 0.0
 
 
+# ----------------------------------------------------------------- group bodies
+# One group ``o`` (the elements ``koff[o] + roff[j]``) per call: the CPU kernels loop
+# over the groups, the GPU kernels give each thread a group (grid-stride).
+
+@_body
+def _reduce_group(x, out, koff, roff, kind, o):
+    base = koff[o]
+    acc = 1.0 if kind == NANPROD else 0.0
+    for j in range(roff.size):
+        t = _term(kind, x[base + roff[j]])
+        if kind == NANPROD:
+            acc *= t
+        else:
+            acc += t
+    if kind == L2:
+        acc = math.sqrt(acc)
+    out[o] = acc
+
+
+@_body
+def _reduce_grad_group(x, y, og, ig, koff, roff, kind, add, o):
+    base = koff[o]
+    p_nz = 1.0
+    n_zero = 0
+    if kind == NANPROD:
+        for j in range(roff.size):
+            v = x[base + roff[j]]
+            if v == 0:
+                n_zero += 1
+            elif v == v:
+                p_nz *= v
+    g = og[o]
+    yo = 1.0 * y[o]
+    for j in range(roff.size):
+        k = base + roff[j]
+        v = g * _elem_grad(kind, x[k], yo, p_nz, n_zero)
+        if add:
+            ig[k] += v
+        else:
+            ig[k] = v
+
+
+@_body
+def _group_mean(x, base, roff):
+    m = 0.0
+    for j in range(roff.size):
+        m += x[base + roff[j]]
+    return m / roff.size
+
+
+@_body
+def _moments_group(x, mean, var, koff, roff, o):
+    base = koff[o]
+    m = _group_mean(x, base, roff)
+    v = 0.0
+    for j in range(roff.size):
+        d = x[base + roff[j]] - m
+        v += d * d
+    mean[o] = m
+    var[o] = v / roff.size
+
+
+@_body
+def _moments_grad_group(x, gm, gv, ig, koff, roff, add, o):
+    base = koff[o]
+    n = roff.size
+    m = _group_mean(x, base, roff)
+    for j in range(n):
+        k = base + roff[j]
+        v = gm[o] / n + gv[o] * 2.0 * (x[k] - m) / n
+        if add:
+            ig[k] += v
+        else:
+            ig[k] = v
+
+
 # ----------------------------------------------------------------- CPU kernels
 
 @njit(**JIT)
 def _fwd_cpu(x, out, koff, roff, kind):
     for o in range(koff.size):
-        base = koff[o]
-        if kind == NANPROD:
-            acc = 1.0
-            for j in range(roff.size):
-                acc *= _term(kind, x[base + roff[j]])
-        else:
-            acc = 0.0
-            for j in range(roff.size):
-                acc += _term(kind, x[base + roff[j]])
-            if kind == L2:
-                acc = math.sqrt(acc)
-        out[o] = acc
+        _reduce_group(x, out, koff, roff, kind, o)
 
 
 @njit(**JIT)
 def _bwd_cpu(x, y, og, ig, koff, roff, kind, add):
     for o in range(koff.size):
-        base = koff[o]
-        p_nz = 1.0
-        n_zero = 0
-        if kind == NANPROD:
-            for j in range(roff.size):
-                v = x[base + roff[j]]
-                if v == 0:
-                    n_zero += 1
-                elif v == v:
-                    p_nz *= v
-        g = og[o]
-        yo = float(y[o])
-        for j in range(roff.size):
-            k = base + roff[j]
-            v = g * _elem_grad(kind, x[k], yo, p_nz, n_zero)
-            if add:
-                ig[k] += v
-            else:
-                ig[k] = v
+        _reduce_grad_group(x, y, og, ig, koff, roff, kind, add, o)
 
 
 @njit(**JIT)
 def _moments_cpu(x, mean, var, koff, roff):
-    n = roff.size
     for o in range(koff.size):
-        base = koff[o]
-        m = 0.0
-        for j in range(n):
-            m += x[base + roff[j]]
-        m /= n
-        v = 0.0
-        for j in range(n):
-            d = x[base + roff[j]] - m
-            v += d * d
-        mean[o] = m
-        var[o] = v / n
+        _moments_group(x, mean, var, koff, roff, o)
 
 
 @njit(**JIT)
 def _moments_bwd_cpu(x, gm, gv, ig, koff, roff, add):
-    n = roff.size
     for o in range(koff.size):
-        base = koff[o]
-        m = 0.0
-        for j in range(n):
-            m += x[base + roff[j]]
-        m /= n
-        for j in range(n):
-            k = base + roff[j]
-            v = gm[o] / n + gv[o] * 2.0 * (x[k] - m) / n
-            if add:
-                ig[k] += v
-            else:
-                ig[k] = v
+        _moments_grad_group(x, gm, gv, ig, koff, roff, add, o)
 
 
 # ----------------------------------------------------------------- GPU kernels
 
 def _build_gpu():
     import_cuda(globals())
+    reduce_group, reduce_grad_group = gpu_body(_reduce_group), gpu_body(_reduce_grad_group)
+    moments_group, moments_grad_group = gpu_body(_moments_group), gpu_body(_moments_grad_group)
 
     @cuda.jit
     def fwd(x, out, koff, roff, kind):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for o in range(start, koff.size, stride):
-            base = koff[o]
-            acc = 1.0 if kind == NANPROD else 0.0
-            for j in range(roff.size):
-                t = _term(kind, x[base + roff[j]])
-                if kind == NANPROD:
-                    acc *= t
-                else:
-                    acc += t
-            if kind == L2:
-                acc = math.sqrt(acc)
-            out[o] = acc
+            reduce_group(x, out, koff, roff, kind, o)
 
     @cuda.jit
     def bwd(x, y, og, ig, koff, roff, kind, add):
         start, stride = cuda.grid(1), cuda.gridsize(1)
         for o in range(start, koff.size, stride):
-            base = koff[o]
-            p_nz = 1.0
-            n_zero = 0
-            if kind == NANPROD:
-                for j in range(roff.size):
-                    v = x[base + roff[j]]
-                    if v == 0:
-                        n_zero += 1
-                    elif v == v:
-                        p_nz *= v
-            for j in range(roff.size):
-                k = base + roff[j]
-                v = og[o] * _elem_grad(kind, x[k], y[o], p_nz, n_zero)
-                if add:
-                    ig[k] += v
-                else:
-                    ig[k] = v
+            reduce_grad_group(x, y, og, ig, koff, roff, kind, add, o)
 
     @cuda.jit
     def moments(x, mean, var, koff, roff):
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        n = roff.size
         for o in range(start, koff.size, stride):
-            base = koff[o]
-            m = 0.0
-            for j in range(n):
-                m += x[base + roff[j]]
-            m /= n
-            v = 0.0
-            for j in range(n):
-                d = x[base + roff[j]] - m
-                v += d * d
-            mean[o] = m
-            var[o] = v / n
+            moments_group(x, mean, var, koff, roff, o)
 
     @cuda.jit
     def moments_bwd(x, gm, gv, ig, koff, roff, add):
         start, stride = cuda.grid(1), cuda.gridsize(1)
-        n = roff.size
         for o in range(start, koff.size, stride):
-            base = koff[o]
-            m = 0.0
-            for j in range(n):
-                m += x[base + roff[j]]
-            m /= n
-            for j in range(n):
-                k = base + roff[j]
-                v = gm[o] / n + gv[o] * 2.0 * (x[k] - m) / n
-                if add:
-                    ig[k] += v
-                else:
-                    ig[k] = v
+            moments_grad_group(x, gm, gv, ig, koff, roff, add, o)
 
     return fwd, bwd, moments, moments_bwd
 
