@@ -22,11 +22,24 @@ def _cpu_count():
         return os.cpu_count() or 1
 
 
+#: Variables by which a user chooses BLAS threads; set, a single context leaves BLAS alone.
+USER_THREAD_VARS = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
+
+
 def _blas_thread_cap(n_devices):
     """The BLAS thread cap for ``n_devices`` concurrent CPU executors, or None.
 
-    ``FFNUMBA_BLAS_THREADS`` unset or empty: ``max(1, cores // n_devices)``;
-    a positive integer: that cap; ``0``: None (leave BLAS alone).
+    ``FFNUMBA_BLAS_THREADS`` unset or empty: ``max(1, cores // n_devices)``
+    for several devices; for one device ``max(1, cores - 1)``, or None when the
+    user set ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``/``MKL_NUM_THREADS``
+    (their choice stands). A positive integer: that cap; ``0``: None (leave BLAS alone).
+
+    One context leaves one core to the rest of the machine: OpenBLAS splits
+    a GEMM statically over its threads and spin-waits for the slowest, so
+    when another process holds a core every GEMM waits for a time slice. On
+    2 cores with one busy competitor, LeNet (batch 32) trained 10x slower
+    with 2 BLAS threads than with 1 and burnt 7-13x the CPU per sample
+    (``benchmarks/contexts.py``); two contexts are the way to use both cores.
 
     Raises
     ------
@@ -35,7 +48,11 @@ def _blas_thread_cap(n_devices):
     """
     raw = os.environ.get(BLAS_THREADS_ENV, '').strip()
     if not raw:
-        return max(1, _cpu_count() // n_devices)
+        if n_devices > 1:
+            return max(1, _cpu_count() // n_devices)
+        if any(os.environ.get(v, '').strip() for v in USER_THREAD_VARS):
+            return None
+        return max(1, _cpu_count() - 1)
     try:
         value = int(raw)
     except ValueError:

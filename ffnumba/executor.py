@@ -22,6 +22,7 @@ executor its own random generator from ``ff.random.spawn()``).
 """
 import numpy as np
 
+from ._executor_run import CallPlan
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
                              report, sharing_enabled, zero_gradient, _arrays, _copy_into,
                              _host_values, _reraise, _view_of, _zeros)  # noqa: F401
@@ -221,6 +222,7 @@ class Executor:
                     r.reqs.append(req)
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
+        self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan)
 
     # ------------------------------------------------------------ running
     def forward(self, is_train=False, **kwargs):
@@ -264,9 +266,11 @@ class Executor:
         self._warm.add(what)
 
     def _run_forward(self, is_train):
+        self._calls.set_train(is_train)
         monitor = self._monitor
+        if monitor is None:
+            return self._calls.forward()
         for r in self._fwd_plan:
-            r.ctx.is_train = is_train
             try:
                 r.fwd(r.ctx, r.p, r.ins, r.outs, r.aux)
             except Exception as e:  # name the node; never leak a bare kernel traceback
@@ -317,9 +321,11 @@ class Executor:
         self._run_pass('backward', self._bwd_plan, self._run_backward, is_train)
 
     def _run_backward(self, is_train):
+        self._calls.set_train(is_train)
         monitor = self._monitor
+        if monitor is None:
+            return self._calls.backward()
         for r in self._bwd_plan:
-            r.ctx.is_train = is_train
             try:
                 r.bwd(r.ctx, r.p, r.ograds, r.ins, r.outs, r.igrads, r.reqs, r.aux)
             except Exception as e:

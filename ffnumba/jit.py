@@ -22,7 +22,8 @@ import functools
 import numpy as np
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
-           'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body']
+           'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',
+           'direct']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
 cuda = None
@@ -197,7 +198,56 @@ def f16_safe(fn):
         for orig, copy in pairs:
             _down(orig, copy)
         return res
-    return wrapped
+    return passthrough(wrapped, fn, _no_f16)
+
+
+def _no_f16(*lists):
+    return not any(a is not None and getattr(a, 'dtype', None) == np.float16
+                   for lst in lists if isinstance(lst, (list, tuple)) for a in lst)
+
+
+# ------------------------------------------------------------------ bound call plans
+def passthrough(wrapper, inner, test):
+    """Mark ``wrapper(ctx, p, *lists)`` as a plain call of ``inner`` whenever ``test(*lists)``.
+
+    Wrappers of compute functions (float16 in float32, integers in float64,
+    empty outputs) decide per call from the arrays' dtypes and sizes. An
+    executor's arrays never change dtype or shape once bound, so it asks
+    :func:`direct` once, at bind time, and calls the innermost function
+    itself. Returns ``wrapper``.
+    """
+    wrapper._ff_passthrough = (inner, test)
+    return wrapper
+
+
+def selects(dispatch, choose):
+    """Mark ``dispatch(ctx, p, *lists)`` as a plain call of ``choose(p)(ctx, p, *lists)``.
+
+    For compute functions that pick their implementation from the params
+    (``Activation``'s ``act_type``): :func:`direct` makes the choice once.
+    Returns ``dispatch``.
+    """
+    dispatch._ff_select = choose
+    return dispatch
+
+
+def direct(fn, p, *lists):
+    """The function to call instead of ``fn(ctx, p, *lists)`` for these params and arrays.
+
+    Resolves :func:`selects` dispatchers for ``p`` and unwraps every
+    :func:`passthrough` wrapper whose test says it would only forward the
+    call; a wrapper that would do work (a float16 array, an empty output) is
+    kept, with what it wraps.
+    """
+    while True:
+        choose = getattr(fn, '_ff_select', None)
+        if choose is not None:
+            fn = choose(p)
+            continue
+        mark = getattr(fn, '_ff_passthrough', None)
+        if mark is None or not mark[1](*lists):
+            return fn
+        fn = mark[0]
 
 
 # ------------------------------------------------------------------ disk cache of closures
@@ -210,14 +260,21 @@ def stable_cache_key(*fns):
     misses the cache, recompiles, and adds another entry to ``__pycache__``.
     Naming each body by ``module.qualname`` makes the key reproducible (the
     body's code is still pickled by value, so editing it changes the key).
-    Call it on the bodies before building kernels from them; already-named
-    dispatchers are left alone.
+    The njit helpers a body calls through its module globals are named too (the
+    pickled body carries them). Call it on the bodies before building kernels
+    from them; already-named dispatchers are left alone.
     """
-    for f in fns:
+    todo = list(fns)
+    while todo:
+        f = todo.pop()
         if f is None or f.__dict__.get('_MemoMixin__uuid') is not None \
                 or not hasattr(f, '_set_uuid'):
             continue
         name = 'ffnumba:%s.%s' % (f.py_func.__module__, f.py_func.__qualname__)
         if f._memo.get(name) is None:      # a twin (same qualname) keeps a random uuid
             f._set_uuid(name)
+        # the body is pickled with the globals it names: njit helpers it calls need names too
+        glb = f.py_func.__globals__
+        todo.extend(glb[n] for n in f.py_func.__code__.co_names
+                    if hasattr(glb.get(n), '_set_uuid'))
     return fns

@@ -168,14 +168,18 @@ class DataParallelExecutorGroup:
     -----
     **BLAS threads.** With two or more CPU contexts the executors run in
     threads at once, and each BLAS call would start its own full pool of BLAS
-    threads. After the first multi-device pass the group therefore caps the
+    threads. After the first pass the group therefore caps the
     thread count of every loaded OpenBLAS **process-wide** (threadpoolctl, or
     ``openblas_set_num_threads`` through ctypes) at ``max(1, cores //
-    devices)``. The cap stays for the rest of the process, also for the
-    user's own numpy/scipy code; it is never restored. The environment
+    devices)``; a single CPU context at ``max(1, cores - 1)`` (OpenBLAS splits
+    each GEMM statically and spin-waits for its slowest thread: with another
+    process on a core, a GEMM over every core waits for time slices, 10x
+    slower on 2 cores), unless ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``
+    or ``MKL_NUM_THREADS`` is set. The cap stays for the rest of the process,
+    also for the user's own numpy/scipy code; it is never restored. The environment
     variable ``FFNUMBA_BLAS_THREADS`` (read at that moment) chooses: unset,
-    the rule above; a positive integer, that cap; ``0``, leave BLAS alone.
-    A single context, or any GPU context, never touches BLAS.
+    the rules above; a positive integer, that cap; ``0``, leave BLAS alone.
+    A GPU context never touches BLAS.
     """
 
     def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names,
@@ -378,13 +382,12 @@ class DataParallelExecutorGroup:
     def _run(self, fn):
         """Run ``fn(i)`` for each device; concurrently when there are several.
 
-        The first multi-device call runs the devices one after another (it
-        compiles the kernels and loads BLAS), then caps BLAS threads at
-        ``cores // devices`` (or ``FFNUMBA_BLAS_THREADS``) for the concurrent
-        calls that follow.
+        The first call runs the devices one after another (it compiles the
+        kernels and loads BLAS), then caps BLAS threads (see
+        :func:`ffnumba.blas_threads._blas_thread_cap`) for the calls that follow.
         """
         n = len(self.execs)
-        if n == 1:
+        if self._warm and n == 1:
             fn(0)
             return
         if not self._warm:

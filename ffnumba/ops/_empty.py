@@ -11,6 +11,8 @@ non-empty while an input is empty (``sum`` over a zero-length axis,
 """
 import numpy as np
 
+from ..jit import passthrough
+
 __all__ = ['guard_empty']
 
 
@@ -46,4 +48,6 @@ def guard_empty(forward, backward):
         return backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux)
 
     fwd.__wrapped__, bwd.__wrapped__ = forward, backward
+    passthrough(fwd, forward, lambda inputs, outputs, aux: not _all_empty(outputs))
+    passthrough(bwd, backward, lambda og, inputs, outputs, *rest: not _all_empty(outputs))
     return fwd, bwd

@@ -10,6 +10,8 @@ truncation toward zero for ints, non-zero -> True for bool).
 """
 import numpy as np
 
+from ..jit import passthrough
+
 __all__ = ['float64_compute']
 
 
@@ -63,6 +65,9 @@ def float64_compute(forward, backward):
             _down(g, g64)
 
     fwd_cpu.__wrapped__, bwd_cpu.__wrapped__ = fwd, bwd
+    passthrough(fwd_cpu, fwd, lambda inputs, outputs, aux: not _needs(list(inputs) + list(outputs)))
+    passthrough(bwd_cpu, bwd, lambda og, inputs, outputs, igs, req, aux:
+                not _needs(list(og) + list(inputs) + list(outputs) + list(igs)))
     for attr in ('kernels',):
         if hasattr(fwd, attr):
             setattr(fwd_cpu, attr, getattr(fwd, attr))

@@ -229,6 +229,8 @@ class Params:
         object.__setattr__(self, '_raw', raw)
         object.__setattr__(self, 'op_name', op_name)
         cls.validate(self)
+        # plain instance attributes: kernels read ``p.kernel`` on every call (no __getattr__)
+        self.__dict__.update((k, v) for k, v in values.items() if not hasattr(cls, k))
         return self
 
     def validate(self):

@@ -100,9 +100,23 @@ def test_blas_cap_env_sets_the_cap(blas_calls, monkeypatch):
     assert blas_calls == [3]
 
 
-def test_blas_cap_single_context_never_touches_blas(blas_calls):
+def test_blas_cap_single_context_leaves_a_core(blas_calls, monkeypatch):
+    for var in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        monkeypatch.delenv(var, raising=False)
+    Module(mlp()).fit(data_iter(), num_epoch=1)
+    assert blas_calls == [max(1, eg._cpu_count() - 1)]
+
+
+@pytest.mark.parametrize('var', ['OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'])
+def test_blas_cap_single_context_respects_the_users_thread_count(blas_calls, monkeypatch, var):
+    for v in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv(var, '2')
     Module(mlp()).fit(data_iter(), num_epoch=1)
     assert blas_calls == []
+    monkeypatch.setenv(eg.BLAS_THREADS_ENV, '1')       # ffnumba's own variable still applies
+    Module(mlp()).fit(data_iter(), num_epoch=1)
+    assert blas_calls == [1]
 
 
 @pytest.mark.parametrize('value', ['-1', 'two', '1.5'])

@@ -35,6 +35,7 @@ from numba import njit
 from ..params import Field, Params
 from ..registry import OpDef, register_op, same_shape
 from ..templates import make_unary
+from ...jit import selects
 from .. import scalar_math
 
 __all__ = ['ActivationParam', 'relu', 'relu_grad', 'sigmoid', 'sigmoid_grad', 'tanh',
@@ -127,7 +128,8 @@ class ActivationParam(Params):
 def _dispatch(kind, device):
     def call(ctx, p, *args):
         return ACTIVATIONS[p.act_type][kind][device](ctx, p, *args)
-    return call
+    # an executor picks the function once, at bind time
+    return selects(call, lambda p: ACTIVATIONS[p.act_type][kind][device])
 
 
 register_op(OpDef(

@@ -1,0 +1,70 @@
+"""Cold and warm starts: what numba compiles, in fresh processes with their own cache.
+
+``import ffnumba`` compiles nothing and never imports ``numba.cuda`` on its
+own; a second process with the same ``NUMBA_CACHE_DIR`` trains its first batch
+with every kernel (operators and the optimizer's fused update) loaded from the
+disk cache, not recompiled. Timings live in ``benchmarks/cold_start.py``.
+"""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_CHILD = r'''
+import json, sys
+from numba.core import event
+compiled = []
+
+class L(event.Listener):
+    def on_start(self, ev):
+        d = ev.data['dispatcher']
+        compiled.append('%s.%s' % (d.py_func.__module__, d.py_func.__qualname__))
+
+    def on_end(self, ev):
+        pass
+
+event.register('numba:compile', L())
+import numpy as np
+import ffnumba as ff
+at_import = list(compiled)
+cuda = 'numba.cuda' in sys.modules
+if sys.argv[1] == 'train':
+    x = ff.sym.Variable('data')
+    x = ff.sym.Activation(ff.sym.FullyConnected(ff.sym.Flatten(x), num_hidden=8), act_type='relu')
+    net = ff.sym.SoftmaxOutput(ff.sym.FullyConnected(x, num_hidden=3), name='softmax')
+    mod = ff.mod.Module(net, context=ff.cpu())
+    mod.bind([('data', (4, 1, 2, 3))], [('softmax_label', (4,))])
+    mod.init_params(ff.init.Xavier())
+    mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.1, 'momentum': 0.9})
+    batch = ff.io.DataBatch([ff.nd.ones((4, 1, 2, 3))], [ff.nd.array([0, 1, 2, 0])])
+    mod.forward_backward(batch)
+    mod.update()
+    assert np.isfinite(mod.get_outputs()[0].asnumpy()).all()
+print(json.dumps({'at_import': at_import, 'all': compiled, 'cuda': cuda}))
+'''
+
+
+def _child(what, cache):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
+    env.pop('NUMBA_ENABLE_CUDASIM', None)
+    proc = subprocess.run([sys.executable, '-c', _CHILD, what], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=str(cache))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_import_compiles_nothing_and_leaves_cuda_alone(tmp_path):
+    out = _child('import', tmp_path)
+    assert out['at_import'] == []
+    assert out['cuda'] is False
+
+
+def test_warm_cache_first_batch_compiles_nothing(tmp_path):
+    cold = _child('train', tmp_path)
+    assert any('fully_connected' in n for n in cold['all'])       # the cache started empty
+    assert any('optimizer' in n for n in cold['all'])
+    warm = _child('train', tmp_path)
+    assert warm['all'] == [], 'recompiled with a warm cache: %s' % warm['all']
+    assert warm['cuda'] is False
