@@ -295,11 +295,12 @@ def test_projection_forward_matches_real_mxnet(k):
 
 
 def test_per_step_gemms_run_on_one_numba_blas_thread_and_restore():
-    from ffnumba.blas_threads import _numba_blas, numba_blas_single_thread
+    from ffnumba.blas_threads import _BLAS_LIMITED, _numba_blas, numba_blas_single_thread
     fns = _numba_blas()
     assert fns is not None, 'numba np.dot calls scipy\'s OpenBLAS; it must be found'
     get, put = fns
-    before = get()
+    before, cap = get(), _BLAS_LIMITED['threads']
+    _BLAS_LIMITED['threads'] = None      # an earlier Module may have capped BLAS (see below)
     try:
         put(2)
         with numba_blas_single_thread():
@@ -308,5 +309,10 @@ def test_per_step_gemms_run_on_one_numba_blas_thread_and_restore():
                 assert get() == 1
             assert get() == 1
         assert get() == 2
+        _BLAS_LIMITED['threads'] = 1         # a process-wide cap wins over the restore
+        with numba_blas_single_thread():
+            assert get() == 1
+        assert get() == 1
     finally:
+        _BLAS_LIMITED['threads'] = cap
         put(before)
