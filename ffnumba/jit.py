@@ -264,7 +264,7 @@ def stable_cache_key(*fns):
     pickled body carries them). Call it on the bodies before building kernels
     from them; already-named dispatchers are left alone.
     """
-    todo = list(fns)
+    todo = list(fns)[::-1]          # popped from the end: the first body gets the name
     while todo:
         f = todo.pop()
         if f is None or f.__dict__.get('_MemoMixin__uuid') is not None \
