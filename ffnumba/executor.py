@@ -1,11 +1,11 @@
 """Executor: a symbol bound to arrays on one context (MXNet ``mx.executor``).
 
 Binding numbers the graph, infers every shape and dtype, plans memory (values
-a running backward reads keep their buffer, the rest share; see
-``_executor_bind.plan_gradients``), gives each entry that needs one a gradient
-buffer, and precomputes for each node the lists of arrays its kernels receive. ``forward`` is then a tight loop of
-``fwd(ctx, params, inputs, outputs, aux)`` calls and ``backward`` a loop over
-the nodes in reverse order.
+a running backward reads keep their buffer, the rest share, and intermediate
+gradients share by liveness; see :mod:`ffnumba._memory_plan`), and
+precomputes for each node the lists of arrays its kernels receive.
+``forward`` is then a tight loop of ``fwd(ctx, params, inputs, outputs, aux)``
+calls and ``backward`` a loop over the nodes in reverse order.
 
 Gradient accumulation: the first contribution to an entry's gradient is
 written (``req='write'``), later ones are added (``'add'``), which sums the
@@ -22,9 +22,10 @@ executor its own random generator from ``ff.random.spawn()``).
 """
 import numpy as np
 
-from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             report, sharing_enabled, zero_gradient, _arrays, _copy_into,
-                             _host_values, _reraise, _view_of, _zeros)  # noqa: F401
+from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
+                             _host_values, _reraise)
+from ._memory_plan import (describe, plan_gradients, plan_memory, sharing_enabled, zero_gradient,
+                           _view_of, _zeros)
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -493,7 +494,6 @@ class Executor:
         buffers), not the argument, gradient and auxiliary arrays it was
         bound to, as MXNet counts its memory plan.
         """
-        from ._memory_plan import describe
         return (self._symbol.debug_str() + '\n'.join(describe(self._view, self._plan))
                 + '\nTotal %d MB allocated\nTotal 0 TempSpace resource requested\n'
                 % (self._plan.total_bytes >> 20))
