@@ -171,7 +171,8 @@ class FusedUpdate:
         ------
         FFError
             Naming the optimizer and the field, for a missing or unknown field
-            or a value that is not a real number.
+            or a value that is not a real number (None included: numpy would
+            make it NaN, and every weight NaN with it).
         """
         cdt = np.dtype(dtype)
         if cdt == np.float16:
@@ -179,7 +180,10 @@ class FusedUpdate:
         try:
             if len(values) != len(self.fields):
                 raise KeyError
-            return self.record(*[cdt.type(values[f]) for f in self.fields])
+            vals = [values[f] for f in self.fields]
+            if any(v is None for v in vals):
+                raise TypeError
+            return self.record(*[cdt.type(v) for v in vals])
         except KeyError:
             missing = [f for f in self.fields if f not in values]
             unknown = sorted(k for k in values if k not in self.fields)
