@@ -156,7 +156,9 @@ class Executor:
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
-        rng = _random.spawn()
+        # a re-plan (set_monitor_callback) keeps the executor's random stream: installing a
+        # monitor must not change Dropout's masks
+        rng = getattr(self, '_rng', None) or _random.spawn()
         self._rng = rng
         # arguments behind BlockGrad only: their 'write' gradient is zero
         self._zero_grads = [gbuf[e] for e in unreached if self._var_req[e] == 'write']

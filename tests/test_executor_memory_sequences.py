@@ -210,3 +210,23 @@ def test_reshaped_executor_run_in_between_changes_nothing(net, monkeypatch):
         fresh.forward(is_train=True)
         fresh.backward(_heads(fresh))
         _assert_same(got, _state(fresh))
+
+
+def test_installing_a_monitor_all_keeps_the_random_stream():
+    """monitor_all makes a new memory plan; Dropout's masks must not change with it."""
+    x = sym.Variable('data')
+    net = sym.MakeLoss(sym.sum(sym.Dropout(sym.FullyConnected(x, num_hidden=8, name='fc'),
+                                           p=0.5, name='dr')))
+    grads, seen = [], []
+    for monitor in (False, True):
+        ff.random.seed(0)
+        exe = net.simple_bind(ff.cpu(), data=(4, 3))
+        for a in exe.arg_arrays:
+            a[:] = 1.0
+        if monitor:
+            exe.set_monitor_callback(lambda n, a: seen.append(n), monitor_all=True)
+        exe.forward(is_train=True)
+        exe.backward()
+        grads.append(exe.grad_dict['fc_weight'].asnumpy().copy())
+    assert seen and len(np.unique(grads[0])) > 1      # masks at work
+    np.testing.assert_array_equal(grads[0], grads[1])
