@@ -24,7 +24,7 @@ import numpy as np
 
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
                              _host_values, _reraise)
-from ._memory_plan import (describe, plan_gradients, plan_memory, sharing_enabled, zero_gradient,
+from ._memory_plan import (describe, plan_gradients, plan_memory, sharing_enabled,
                            _view_of, _zeros)
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
@@ -162,7 +162,7 @@ class Executor:
         self._rng = rng
         # arguments behind BlockGrad only: their 'write' gradient is zero
         self._zero_grads = [gbuf[e] for e in unreached if self._var_req[e] == 'write']
-        self._need, self._gbuf = need, gbuf
+        self._gbuf = gbuf
         count = [0] * view.num_entries
 
         def contrib_req(e):
@@ -173,18 +173,7 @@ class Executor:
                 return 'add' if (r == 'add' or c > 0) else 'write'
             return 'write' if c == 0 else 'add'
 
-        # heads: the user's head gradients come first
-        self._head_plan = []
-        self._head_required = []
-        for k, e in enumerate(view.heads):
-            producer = view.nodes[view.entry_node[e]]
-            if not need[e]:
-                continue
-            if producer.op is not None and (producer.op.is_loss or zero_gradient(producer)):
-                continue
-            self._head_required.append(k)
-            self._head_plan.append((k, e, contrib_req(e)))
-        fwd_plan, bwd_plan = [], []
+        fwd_plan, rec_of = [], {}
         for nid, node in enumerate(view.nodes):
             if node.op is None:
                 continue
@@ -199,29 +188,28 @@ class Executor:
             r.outs = [data[e] for e in outs]
             r.out_names = node.output_names()
             fwd_plan.append(r)
-        for r in reversed(fwd_plan):
-            if not node_bwd[r.nid]:
+            rec_of[nid] = r
+        # the backward's contributions in the memory plan's order: the user's head
+        # gradients first, then each running node (its repeated inputs through temporaries)
+        self._head_plan, bwd_plan = [], []
+        for step in self._plan.steps:
+            if step[0] == 'head':
+                _, k, e = step
+                self._head_plan.append((k, e, contrib_req(e)))
                 continue
-            node = view.nodes[r.nid]
-            outs = range(view.entry_ptr[r.nid], view.entry_ptr[r.nid + 1])
+            _, nid, ins = step
+            r, node = rec_of[nid], view.nodes[nid]
+            outs = range(view.entry_ptr[nid], view.entry_ptr[nid + 1])
             r.ograds = [None] * len(outs) if node.op.is_loss else [gbuf[e] for e in outs]
-            r.igrads, r.reqs, r.post = [], [], []
-            seen = set()
-            for pos, e in enumerate(view.in_entries[r.nid][:node.num_args]):
-                if not need[e]:
-                    r.igrads.append(None)
-                    r.reqs.append('null')
-                    continue
+            r.igrads, r.reqs, r.post = [None] * node.num_args, ['null'] * node.num_args, []
+            for pos, e, dup in ins:
                 req = contrib_req(e)
-                if e in seen:
-                    tmp = tmps[(r.nid, pos)]
-                    r.igrads.append(tmp)
-                    r.reqs.append('write')
+                if dup:
+                    tmp = tmps[(nid, pos)]
+                    r.igrads[pos], r.reqs[pos] = tmp, 'write'
                     r.post.append((NDArray(tmp, ctx), NDArray(gbuf[e], ctx)))
                 else:
-                    seen.add(e)
-                    r.igrads.append(gbuf[e])
-                    r.reqs.append(req)
+                    r.igrads[pos], r.reqs[pos] = gbuf[e], req
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
 
