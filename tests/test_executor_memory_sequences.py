@@ -230,3 +230,21 @@ def test_installing_a_monitor_all_keeps_the_random_stream():
         grads.append(exe.grad_dict['fc_weight'].asnumpy().copy())
     assert seen and len(np.unique(grads[0])) > 1      # masks at work
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def test_a_value_listed_twice_as_a_head_sums_both_head_gradients():
+    """Group([y, y, sin(y)]): both head gradients of y and sin's add up; debug_str names
+    each head gradient by its output index."""
+    x = sym.Variable('x')
+    y = sym.exp(x, name='e')
+    exe = sym.Group([y, y, sym.sin(y, name='s')]).simple_bind(ff.cpu(), x=(2, 3),
+                                                              type_dict={'x': 'float64'})
+    xv = np.random.RandomState(0).uniform(-1, 1, (2, 3))
+    exe.arg_dict['x'][:] = xv
+    gs = [np.random.RandomState(i).standard_normal((2, 3)) for i in range(3)]
+    exe.forward(is_train=True)
+    exe.backward([ff.nd.array(g, dtype='float64') for g in gs])
+    ev = np.exp(xv)
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(),
+                               ev * (gs[0] + gs[1] + np.cos(ev) * gs[2]), rtol=1e-12)
+    assert '\targ[0]=head_grad0+head_grad1+s_backward(0) [s' in exe.debug_str()
