@@ -268,5 +268,22 @@ def _is_real(x):
 
 
 def make_update(step, name, record):
-    """A :class:`FusedUpdate` for a scalar step reading the hyper-parameter ``record``."""
+    """A :class:`FusedUpdate` for a scalar step reading the hyper-parameter ``record``.
+
+    Parameters
+    ----------
+    step : numba ``@njit`` dispatcher
+        ``step(w, g, s0, s1, s2, hp) -> (w', g', s0', s1', s2')`` on scalars of
+        the compute dtype (see the module docstring).
+    name : str
+        The optimizer's name, used in every error message.
+    record : namedtuple class
+        The hyper-parameter record the step reads (:func:`hp_record`).
+
+    Returns
+    -------
+    FusedUpdate
+        Called as ``update(weight, grad, states, **hp)`` with NDArrays; the CPU
+        loops compile on first use, the GPU kernels on first GPU use.
+    """
     return FusedUpdate(step, name, record)
