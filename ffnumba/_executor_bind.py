@@ -16,8 +16,7 @@ from .context import Context, check_device
 from .dtype import np_dtype
 from .ndarray._device import same_memory
 from .ndarray.ndarray import NDArray
-from ._memory_plan import (plan_gradients, plan_memory, zero_gradient, sharing_enabled,  # noqa: F401
-                           _view_of, _zeros)
+from ._memory_plan import _view_of, _zeros
 from .symbol import infer as _infer
 
 __all__ = ['allocate', 'ArgumentError']

@@ -196,6 +196,12 @@ class MemoryPlan:
     zero_bytes, own_bytes : int
         Bytes of the zero head-gradient arrays and of buffers outside the pool
         (views of a reshaped executor's arrays count 0).
+    held : list of list
+        Per storage, the values it holds in turn (``('fwd', e)``, ``('grad', e)``,
+        ``('tmp', (nid, pos))``).
+    steps : list
+        The backward's contributions in order (see :func:`_backward_steps`);
+        empty for an executor without gradients.
     """
 
     def __init__(self):
@@ -241,19 +247,19 @@ class _Pool:
 def _backward_steps(view, need, node_bwd, var_reqs):
     """The contributions ``backward()`` writes, in its order, as a list.
 
-    ``('head', e)`` for each head gradient the user gives, then per
-    running node ``('node', nid, [(pos, e, dup)...])`` for its input
-    gradients (``dup``: a repeated input, written to a temporary).
+    ``('head', k, e)`` for each head gradient the user gives (output ``k``,
+    entry ``e``), then per running node ``('node', nid, [(pos, e, dup)...])``
+    for its input gradients (``dup``: a repeated input, written to a
+    temporary). The executor builds its backward calls from this list.
     """
-    heads = []
-    for e in view.heads:
+    steps = []
+    for k, e in enumerate(view.heads):
         producer = view.nodes[view.entry_node[e]]
         if not need[e]:
             continue
         if producer.op is not None and (producer.op.is_loss or zero_gradient(producer)):
             continue
-        heads.append(e)
-    steps = [('head', e) for e in heads]
+        steps.append(('head', k, e))
     for nid in reversed(range(len(view.nodes))):
         node = view.nodes[nid]
         if node.op is None or not node_bwd[nid]:
@@ -347,7 +353,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
         plan.steps = _backward_steps(view, need, node_bwd, var_reqs)
         for step in plan.steps:
             if step[0] == 'head':
-                take(step[1])
+                take(step[2])
                 continue
             _, nid, ins = step
             temps = []
@@ -429,10 +435,9 @@ def describe(view, plan):
     """
     names = view.entry_names()
     writers = {}
-    heads = {e: k for k, e in enumerate(view.heads)}
     for step in plan.steps:
         if step[0] == 'head':
-            writers.setdefault(step[1], []).append('head_grad%d' % heads[step[1]])
+            writers.setdefault(step[2], []).append('head_grad%d' % step[1])
         else:
             for pos, e, _ in step[2]:
                 writers.setdefault(e, []).append('%s_backward(%d)'

@@ -1,11 +1,11 @@
 """Executor: a symbol bound to arrays on one context (MXNet ``mx.executor``).
 
 Binding numbers the graph, infers every shape and dtype, plans memory (values
-a running backward reads keep their buffer, the rest share; see
-``_executor_bind.plan_gradients``), gives each entry that needs one a gradient
-buffer, and precomputes for each node the lists of arrays its kernels receive. ``forward`` is then a tight loop of
-``fwd(ctx, params, inputs, outputs, aux)`` calls and ``backward`` a loop over
-the nodes in reverse order.
+a running backward reads keep their buffer, the rest share, and intermediate
+gradients share by liveness; see :mod:`ffnumba._memory_plan`), and
+precomputes for each node the lists of arrays its kernels receive.
+``forward`` is then a tight loop of ``fwd(ctx, params, inputs, outputs, aux)``
+calls and ``backward`` a loop over the nodes in reverse order.
 
 Gradient accumulation: the first contribution to an entry's gradient is
 written (``req='write'``), later ones are added (``'add'``), which sums the
@@ -23,9 +23,10 @@ executor its own random generator from ``ff.random.spawn()``).
 import numpy as np
 
 from ._executor_run import CallPlan
-from ._executor_bind import (ArgumentError, allocate, norm_grad_req, plan_gradients, plan_memory,
-                             report, sharing_enabled, zero_gradient, _arrays, _copy_into,
-                             _host_values, _reraise, _view_of, _zeros)  # noqa: F401
+from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
+                             _host_values, _reraise)
+from ._memory_plan import (describe, plan_gradients, plan_memory, sharing_enabled,
+                           _view_of, _zeros)
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
@@ -156,11 +157,13 @@ class Executor:
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
-        rng = _random.spawn()
+        # a re-plan (set_monitor_callback) keeps the executor's random stream: installing a
+        # monitor must not change Dropout's masks
+        rng = getattr(self, '_rng', None) or _random.spawn()
         self._rng = rng
         # arguments behind BlockGrad only: their 'write' gradient is zero
         self._zero_grads = [gbuf[e] for e in unreached if self._var_req[e] == 'write']
-        self._need, self._gbuf = need, gbuf
+        self._gbuf = gbuf
         count = [0] * view.num_entries
 
         def contrib_req(e):
@@ -171,18 +174,7 @@ class Executor:
                 return 'add' if (r == 'add' or c > 0) else 'write'
             return 'write' if c == 0 else 'add'
 
-        # heads: the user's head gradients come first
-        self._head_plan = []
-        self._head_required = []
-        for k, e in enumerate(view.heads):
-            producer = view.nodes[view.entry_node[e]]
-            if not need[e]:
-                continue
-            if producer.op is not None and (producer.op.is_loss or zero_gradient(producer)):
-                continue
-            self._head_required.append(k)
-            self._head_plan.append((k, e, contrib_req(e)))
-        fwd_plan, bwd_plan = [], []
+        fwd_plan, rec_of = [], {}
         for nid, node in enumerate(view.nodes):
             if node.op is None:
                 continue
@@ -197,29 +189,28 @@ class Executor:
             r.outs = [data[e] for e in outs]
             r.out_names = node.output_names()
             fwd_plan.append(r)
-        for r in reversed(fwd_plan):
-            if not node_bwd[r.nid]:
+            rec_of[nid] = r
+        # the backward's contributions in the memory plan's order: the user's head
+        # gradients first, then each running node (its repeated inputs through temporaries)
+        self._head_plan, bwd_plan = [], []
+        for step in self._plan.steps:
+            if step[0] == 'head':
+                _, k, e = step
+                self._head_plan.append((k, e, contrib_req(e)))
                 continue
-            node = view.nodes[r.nid]
-            outs = range(view.entry_ptr[r.nid], view.entry_ptr[r.nid + 1])
+            _, nid, ins = step
+            r, node = rec_of[nid], view.nodes[nid]
+            outs = range(view.entry_ptr[nid], view.entry_ptr[nid + 1])
             r.ograds = [None] * len(outs) if node.op.is_loss else [gbuf[e] for e in outs]
-            r.igrads, r.reqs, r.post = [], [], []
-            seen = set()
-            for pos, e in enumerate(view.in_entries[r.nid][:node.num_args]):
-                if not need[e]:
-                    r.igrads.append(None)
-                    r.reqs.append('null')
-                    continue
+            r.igrads, r.reqs, r.post = [None] * node.num_args, ['null'] * node.num_args, []
+            for pos, e, dup in ins:
                 req = contrib_req(e)
-                if e in seen:
-                    tmp = tmps[(r.nid, pos)]
-                    r.igrads.append(tmp)
-                    r.reqs.append('write')
+                if dup:
+                    tmp = tmps[(nid, pos)]
+                    r.igrads[pos], r.reqs[pos] = tmp, 'write'
                     r.post.append((NDArray(tmp, ctx), NDArray(gbuf[e], ctx)))
                 else:
-                    seen.add(e)
-                    r.igrads.append(gbuf[e])
-                    r.reqs.append(req)
+                    r.igrads[pos], r.reqs[pos] = gbuf[e], req
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
         self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan)
@@ -499,7 +490,6 @@ class Executor:
         buffers), not the argument, gradient and auxiliary arrays it was
         bound to, as MXNet counts its memory plan.
         """
-        from ._memory_plan import describe
         return (self._symbol.debug_str() + '\n'.join(describe(self._view, self._plan))
                 + '\nTotal %d MB allocated\nTotal 0 TempSpace resource requested\n'
                 % (self._plan.total_bytes >> 20))

@@ -105,6 +105,18 @@ def gpu_body(fn):
 
     Call it inside a kernel builder (``b = gpu_body(_row)``) and call ``b``
     from the kernel.
+
+    Parameters
+    ----------
+    fn : numba ``@njit`` dispatcher
+        The body, compiled without an explicit signature (numba then types it
+        for the CUDA target too).
+
+    Returns
+    -------
+    callable
+        ``fn`` itself on a real GPU; under the simulator a Python wrapper that
+        unwraps simulator arrays to the numpy arrays they hold and calls ``fn``.
     """
     from numba.core import config
     if not config.ENABLE_CUDASIM:

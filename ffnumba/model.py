@@ -7,7 +7,6 @@ conventions (numpy input, string-name initialisation, ``nbatch`` from 1).
 Checkpoints are ``prefix-symbol.json`` plus ``prefix-%04d.params`` with
 ``arg:``/``aux:`` keys (reference ``mxnet_api.md`` sections 7 and 14).
 """
-import logging
 import warnings
 
 import numpy as np

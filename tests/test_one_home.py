@@ -188,3 +188,27 @@ def test_op_params_are_validated_whichever_way_they_come():
     assert '"p": "1.5"' in doc
     with pytest.raises(ff.base.FFError, match="node 'd': " + msg):
         ff.sym.load_json(doc)
+
+
+def test_op_params_records_are_made_only_by_params_parse():
+    """The docs' record of defaults (generated docstrings, signatures, positional-input
+    mapping) comes from ``Params.parse(partial=True)`` too: required params are None,
+    cross-field checks are skipped, a given value is still checked, and no module but
+    ``ops/params.py`` builds a record by hand."""
+    import pathlib
+    from ffnumba.ops.doc import _default_params
+    from ffnumba.ops.registry import get_op
+    conv = get_op('Convolution')
+    p = _default_params(conv)
+    assert type(p) is conv.params and p.num_filter is None and p.kernel is None
+    assert p.no_bias is False and conv.list_arguments(p) == ['data', 'weight', 'bias']
+    assert list(get_op('Deconvolution').list_arguments(_default_params(get_op('Deconvolution')))) \
+        == ['data', 'weight']       # no_bias defaults to True (MXNet)
+    with pytest.raises(ff.base.ParamError, match='Convolution: `num_filter` must be'):
+        conv.params.parse('Convolution', {'num_filter': 0}, partial=True)
+    with pytest.raises(ff.base.ParamError, match='required parameter `kernel`'):
+        conv.params.parse('Convolution', {})
+    root = pathlib.Path(ff.__file__).parent
+    hand_made = [str(f.relative_to(root)) for f in root.rglob('*.py')
+                 if 'object.__new__(' in f.read_text() and f.name != 'params.py']
+    assert hand_made == []

@@ -160,11 +160,12 @@ class DeviceMixin:
     def _prefix_view(self, shape):
         """An NDArray of ``shape`` sharing this array's first elements, or None.
 
-        None on a GPU (buffers are not shared there) and when ``shape`` has
-        more elements than this array.
+        None on a GPU (buffers are not shared there), when ``shape`` has
+        more elements than this array, and when this array is not
+        C-contiguous (its first elements are no view: numpy would copy them).
         """
         n = int(np.prod(shape, dtype=np.int64))
-        if _gpu(self._ctx) or n > self.size:
+        if _gpu(self._ctx) or n > self.size or not self._data.flags.c_contiguous:
             return None
         return type(self)(self._data.reshape(-1)[:n].reshape(shape), self._ctx)
 

@@ -12,14 +12,13 @@ _KIND = {int: 'int', float: 'float', bool: 'bool', str: 'str', Shape: 'tuple of 
 
 
 def _default_params(op):
-    """A params object with defaults (REQUIRED -> None), for listing inputs."""
-    cls = op.params
-    p = object.__new__(cls)
-    vals = {k: (None if f.default is REQUIRED else f.default) for k, f in cls._fields.items()}
-    object.__setattr__(p, '_values', vals)
-    object.__setattr__(p, '_raw', {})
-    object.__setattr__(p, 'op_name', op.name)
-    return p
+    """The params record under the declared defaults, required ones None.
+
+    Built by :meth:`Params.parse` (``partial=True``: the one place a record
+    is made), for naming inputs only: required params have no value here and
+    cross-field checks need them, so it is never handed to a kernel.
+    """
+    return op.params.parse(op.name, {}, partial=True)
 
 
 def _input_names(op):

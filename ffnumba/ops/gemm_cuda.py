@@ -48,6 +48,7 @@ import numpy as np
 
 from numba import njit
 
+from ..base import ShapeError
 from ..jit import LazyCudaKernel, gpu_body, import_cuda
 
 __all__ = ['TILE', 'gemm', 'gemm_kernel', 'bias_fill']
@@ -174,7 +175,7 @@ def gemm(a, b, c, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, tile=TILE):
 
     Raises
     ------
-    ValueError
+    ShapeError
         Shapes that do not chain (a bug in the calling op: ops check user
         shapes before kernels run).
     """
@@ -186,7 +187,7 @@ def gemm(a, b, c, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, tile=TILE):
     if Bc and not bad:
         bad = b.shape[0] % Bc or a.shape[0] == 0 or b.shape[0] % a.shape[0]
     if bad:
-        raise ValueError('gemm: shapes do not chain: a %s%s, b %s%s, c %s'
+        raise ShapeError('gemm: shapes do not chain: a %s%s, b %s%s, c %s'
                          % (tuple(a.shape), '^T' if trans_a else '', tuple(b.shape),
                             '^T' if trans_b else '', tuple(c.shape)))
     if c.size == 0:

@@ -205,8 +205,28 @@ class Params:
         cls._fields = fields
 
     @classmethod
-    def parse(cls, op_name, kwargs):
-        """Validate ``kwargs`` and return a new instance."""
+    def parse(cls, op_name, kwargs, partial=False):
+        """Validate ``kwargs`` and return a new instance.
+
+        Parameters
+        ----------
+        op_name : str
+            Operator name, for error messages.
+        kwargs : dict
+            Param values (Python values or MXNet attr strings).
+        partial : bool, default False
+            A record for naming inputs only (generated docstrings, signatures
+            and positional-input mapping; it never reaches a kernel): a
+            missing required param is None instead of an error, and the
+            cross-field :meth:`validate` is skipped (it needs those values).
+            Given values are still parsed.
+
+        Raises
+        ------
+        ParamError
+            For an unknown name, a value its field refuses, a missing required
+            param or a failed cross-field check (the last two unless ``partial``).
+        """
         self = object.__new__(cls)
         values, raw = {}, {}
         for k, v in kwargs.items():
@@ -221,6 +241,9 @@ class Params:
                                  % (op_name, k, valid))
         for name, f in cls._fields.items():
             if name not in values:
+                if f.default is REQUIRED and partial:
+                    values[name] = None
+                    continue
                 if f.default is REQUIRED:
                     raise ParamError('%s: required parameter `%s` is missing (%s: %s)'
                                      % (op_name, name, f.rule(), f.doc))
@@ -228,7 +251,8 @@ class Params:
         object.__setattr__(self, '_values', values)
         object.__setattr__(self, '_raw', raw)
         object.__setattr__(self, 'op_name', op_name)
-        cls.validate(self)
+        if not partial:
+            cls.validate(self)
         # plain instance attributes: kernels read ``p.kernel`` on every call (no __getattr__)
         self.__dict__.update((k, v) for k, v in values.items() if not hasattr(cls, k))
         return self

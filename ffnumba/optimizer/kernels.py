@@ -171,7 +171,8 @@ class FusedUpdate:
         ------
         FFError
             Naming the optimizer and the field, for a missing or unknown field
-            or a value that is not a real number.
+            or a value that is not a real number (None included: numpy would
+            make it NaN, and every weight NaN with it).
         """
         cdt = np.dtype(dtype)
         if cdt == np.float16:
@@ -179,7 +180,10 @@ class FusedUpdate:
         try:
             if len(values) != len(self.fields):
                 raise KeyError
-            return self.record(*[cdt.type(values[f]) for f in self.fields])
+            vals = [values[f] for f in self.fields]
+            if any(v is None for v in vals):
+                raise TypeError
+            return self.record(*[cdt.type(v) for v in vals])
         except KeyError:
             missing = [f for f in self.fields if f not in values]
             unknown = sorted(k for k in values if k not in self.fields)
@@ -264,5 +268,22 @@ def _is_real(x):
 
 
 def make_update(step, name, record):
-    """A :class:`FusedUpdate` for a scalar step reading the hyper-parameter ``record``."""
+    """A :class:`FusedUpdate` for a scalar step reading the hyper-parameter ``record``.
+
+    Parameters
+    ----------
+    step : numba ``@njit`` dispatcher
+        ``step(w, g, s0, s1, s2, hp) -> (w', g', s0', s1', s2')`` on scalars of
+        the compute dtype (see the module docstring).
+    name : str
+        The optimizer's name, used in every error message.
+    record : namedtuple class
+        The hyper-parameter record the step reads (:func:`hp_record`).
+
+    Returns
+    -------
+    FusedUpdate
+        Called as ``update(weight, grad, states, **hp)`` with NDArrays; the CPU
+        loops compile on first use, the GPU kernels on first GPU use.
+    """
     return FusedUpdate(step, name, record)

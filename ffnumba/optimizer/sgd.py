@@ -26,7 +26,7 @@ from numba import njit
 
 from ..random import generator
 from ..ndarray.ndarray import NDArray
-from .base import Optimizer, register, check_unit, check_nonneg, as_nd, _zeros
+from .base import Optimizer, register, check_unit, check_nonneg, as_nd, _real, _zeros
 from .kernels import clip, hp_record, make_update
 
 __all__ = ['SGD', 'ccSGD', 'NAG', 'Signum', 'SGLD', 'DCASGD']
@@ -219,12 +219,17 @@ class Signum(_Momentum):
         Decoupled weight decay (Loshchilov & Hutter), applied to the weight.
     **kwargs
         See :class:`~ffnumba.optimizer.Optimizer`.
+
+    Raises
+    ------
+    FFError
+        If momentum is outside [0, 1) or ``wd_lh`` is not a finite real number.
     """
 
     def __init__(self, learning_rate=0.01, momentum=0.9, wd_lh=0.0, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.momentum = check_unit('Signum', 'momentum', momentum)
-        self.wd_lh = float(wd_lh)
+        self.wd_lh = _real('Signum', 'wd_lh', wd_lh)
 
     def update(self, index, weight, grad, state):
         """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""

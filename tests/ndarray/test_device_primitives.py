@@ -71,6 +71,8 @@ def test_cpu_primitives_share_memory_and_do_not_copy():
     view = a._prefix_view((2, 3))
     assert np.shares_memory(view.handle, a.handle) and view.shape == (2, 3)
     assert a._prefix_view((5, 5)) is None                          # too big: no view
+    strided = ff.nd.NDArray(np.arange(12.0).reshape(3, 4)[:, ::2])
+    assert strided._prefix_view((2,)) is None                      # numpy would copy: no view
     h = np.ones((2, 2), np.float32)
     assert ff.nd.NDArray._from_host(h, ff.cpu()).handle is h       # right dtype: wrapped
     before = a.handle

@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
+from ffnumba.base import ShapeError
 from ffnumba.ops import gemm_cuda
 
 pytestmark = pytest.mark.gpu
@@ -106,7 +107,7 @@ def test_float32_accumulates_in_float32_and_float64_in_float64():
 def test_shapes_that_do_not_chain_raise():
     from numba import cuda
     a, b, c = (cuda.to_device(np.zeros(s)) for s in ((2, 3), (4, 5), (2, 5)))
-    with pytest.raises(ValueError, match='do not chain'):
+    with pytest.raises(ShapeError, match='do not chain'):
         gemm_cuda.gemm(a, b, c)
 
 

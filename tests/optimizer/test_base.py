@@ -185,6 +185,8 @@ def test_fused_update_reads_hyper_parameters_by_name():
                    rescale_grad=1.0, clip_gradient=-1.0, beta1=0.9, beta3=0.9, epsilon=1e-8)
     with pytest.raises(FFError, match=r'SGD update: hyper-parameter `lr` must be a real'):
         sgd._SGD(w, g, (), lr='fast', wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
+    with pytest.raises(FFError, match=r'SGD update: hyper-parameter `wd` must be a real'):
+        sgd._SGD(w, g, (), lr=0.5, wd=None, rescale_grad=1.0, clip_gradient=-1.0)  # not NaN
     np.testing.assert_allclose(w.asnumpy(), 0.5)        # no failed call touched the weight
 
 
@@ -205,3 +207,10 @@ def test_one_loop_template_for_every_state_count():
             loop = kernels._loop_builder(target, n)[1](kernels.clip)
             names = loop.__code__.co_varnames[:loop.__code__.co_argcount]
             assert names == ('w', 'g') + tuple('s%d' % k for k in range(n)) + ('hp', 'wg')
+
+
+@pytest.mark.parametrize('value', [None, float('nan'), 'x'])
+def test_signum_checks_wd_lh(value):
+    """wd_lh reaches the kernel: None failed in float(), NaN silently made NaN weights."""
+    with pytest.raises(ff.base.ParamError, match='Signum: `wd_lh` must be a real number'):
+        ff.optimizer.Signum(wd_lh=value)
