@@ -31,7 +31,7 @@ from numba import njit
 
 from ..templates import JIT
 
-__all__ = ['geometry', 'as5d', 'buffer', 'chunk_size', 'conv_forward', 'conv_backward',
+__all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward', 'conv_backward',
            'add_bias', 'bias_grad', 'im2col', 'col2im', 'MODES']
 
 #: ``req`` string -> kernel mode code.
@@ -44,6 +44,12 @@ COL_CHUNK_ELEMS = 1 << 17
 MIN_GEMM_COLS = 512
 #: Most elements of one ``col`` chunk (16 MiB of float32).
 COL_MAX_ELEMS = 1 << 22
+#: Outputs narrower than this im2col/col2im through a per-call offset table
+#: (one loop over the whole output plane) instead of per-row runs.
+TABLE_MAX_OW = 16
+#: Fewest output positions a pointwise convolution needs to multiply each
+#: sample's data in place (one GEMM per sample) rather than gathered chunks.
+DIRECT_MIN_COLS = 256
 
 
 def as5d(shape):
@@ -63,13 +69,23 @@ def geometry(kernel, stride, pad, dilate, out_spatial):
             + _pad3(out_spatial, 1))
 
 
-def chunk_size(n, rows, p):
+def is_pointwise(g):
+    """Whether the :func:`geometry` tuple ``g`` is a 1x1(x1) kernel, stride 1, no pad."""
+    return tuple(g[:9]) == (1, 1, 1, 1, 1, 1, 0, 0, 0)
+
+
+def chunk_size(n, rows, p, pointwise=False):
     """Samples per chunk of a ``(rows, nb * p)`` column matrix.
 
     Cache-sized (:data:`COL_CHUNK_ELEMS`) when that still gives each GEMM at
     least :data:`MIN_GEMM_COLS` columns; otherwise as many samples as reach
-    that width, within :data:`COL_MAX_ELEMS`.
+    that width, within :data:`COL_MAX_ELEMS`. A ``pointwise`` kernel (1x1,
+    stride 1, no pad) whose plane has at least :data:`DIRECT_MIN_COLS`
+    positions runs one sample per chunk: the drivers then multiply the
+    sample's NCHW data itself, with no im2col, gather or scatter.
     """
+    if pointwise and p >= DIRECT_MIN_COLS:
+        return 1
     per_sample = max(1, rows * p)
     nb = max(COL_CHUNK_ELEMS // per_sample, -(-MIN_GEMM_COLS // max(1, p)))
     nb = min(nb, max(1, COL_MAX_ELEMS // per_sample))
@@ -116,12 +132,42 @@ def _zero(dst, start, n):
 
 
 @njit(**JIT)
-def im2col(xf, dims, n0, nb, c0, cg, g, colf):
-    """Unroll samples ``n0..n0+nb`` and channels ``c0..c0+cg`` of flat ``xf`` into ``colf``.
+def _pointwise(g):
+    """Whether ``g`` is a 1x1(x1) kernel with unit stride and no padding (col == image)."""
+    return (g[0] == 1 and g[1] == 1 and g[2] == 1 and g[3] == 1 and g[4] == 1 and g[5] == 1
+            and g[6] == 0 and g[7] == 0 and g[8] == 0)
 
-    ``colf`` is the flat ``(cg*K, nb*P)`` column matrix; ``dims`` the 5-D
-    shape of ``xf``; ``g`` the :func:`geometry` tuple.
+
+@njit(**JIT)
+def _table(dims, g):
+    """``tab[r*P + p]``: offset in one input plane read by column row ``r`` at output ``p``, or -1.
+
+    Flattens a small output plane into one loop of ``P`` gathers per column
+    row, instead of ``OH`` runs of ``OW`` elements (each with its own bounds).
     """
+    D, H, W = dims[2], dims[3], dims[4]
+    KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
+    P = OD * OH * OW
+    tab = np.empty(KD * KH * KW * P, np.int64)
+    q = 0
+    for kd in range(KD):
+        for kh in range(KH):
+            for kw in range(KW):
+                for od in range(OD):
+                    i = od * SD - PD + kd * DD
+                    for oh in range(OH):
+                        j = oh * SH - PH + kh * DH
+                        for ow in range(OW):
+                            k = ow * SW - PW + kw * DW
+                            ok = 0 <= i < D and 0 <= j < H and 0 <= k < W
+                            tab[q] = (i * H + j) * W + k if ok else -1
+                            q += 1
+    return tab
+
+
+@njit(**JIT)
+def _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf):
+    """:func:`im2col` for wide outputs: one bounds check per output row, contiguous runs."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
     P = OD * OH * OW
@@ -160,8 +206,48 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
 
 
 @njit(**JIT)
-def col2im(colf, dims, n0, nb, c0, cg, g, xf):
-    """Scatter-add the flat column matrix ``colf`` back into flat image ``xf``."""
+def im2col(xf, dims, n0, nb, c0, cg, g, colf):
+    """Unroll samples ``n0..n0+nb`` and channels ``c0..c0+cg`` of flat ``xf`` into ``colf``.
+
+    ``colf`` is the flat ``(cg*K, nb*P)`` column matrix; ``dims`` the 5-D
+    shape of ``xf``; ``g`` the :func:`geometry` tuple. Pointwise kernels copy
+    whole planes; outputs narrower than :data:`TABLE_MAX_OW` gather through
+    a :func:`_table`; wider ones copy row runs.
+    """
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
+    K = g[0] * g[1] * g[2]
+    P = g[12] * g[13] * g[14]
+    L = nb * P
+    plane = D * H * W
+    up = np.uint64(P)
+    if _pointwise(g):
+        for b in range(nb):
+            for c in range(cg):
+                us = np.uint64(((n0 + b) * C + c0 + c) * plane)
+                uq = np.uint64(c * L + b * P)
+                for i in range(up):
+                    colf[uq + i] = xf[us + i]
+        return
+    if g[14] >= TABLE_MAX_OW:
+        _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf)
+        return
+    tab = _table(dims, g)
+    z = colf.dtype.type(0)
+    for b in range(nb):
+        for c in range(cg):
+            xbase = ((n0 + b) * C + c0 + c) * plane
+            for r in range(K):
+                uq = np.uint64((c * K + r) * L + b * P)
+                ut = np.uint64(r * P)
+                for i in range(up):
+                    t = tab[ut + i]
+                    v = xf[np.uint64(xbase + max(t, 0))]
+                    colf[uq + i] = v if t >= 0 else z
+
+
+@njit(**JIT)
+def _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf):
+    """:func:`col2im` for wide outputs, row runs as in :func:`_im2col_rows`."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
     P = OD * OH * OW
@@ -187,6 +273,42 @@ def col2im(colf, dims, n0, nb, c0, cg, g, xf):
                                 ud = np.uint64(dst)
                                 for ow in range(np.uint64(wlo), np.uint64(whi)):
                                     xf[ud + ow * usw] += colf[uq + ow]
+
+
+@njit(**JIT)
+def col2im(colf, dims, n0, nb, c0, cg, g, xf):
+    """Scatter-add the flat column matrix ``colf`` back into flat image ``xf``.
+
+    Same three paths as :func:`im2col`.
+    """
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
+    K = g[0] * g[1] * g[2]
+    P = g[12] * g[13] * g[14]
+    L = nb * P
+    plane = D * H * W
+    up = np.uint64(P)
+    if _pointwise(g):
+        for b in range(nb):
+            for c in range(cg):
+                ud = np.uint64(((n0 + b) * C + c0 + c) * plane)
+                uq = np.uint64(c * L + b * P)
+                for i in range(up):
+                    xf[ud + i] += colf[uq + i]
+        return
+    if g[14] >= TABLE_MAX_OW:
+        _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf)
+        return
+    tab = _table(dims, g)
+    for b in range(nb):
+        for c in range(cg):
+            xbase = ((n0 + b) * C + c0 + c) * plane
+            for r in range(K):
+                uq = np.uint64((c * K + r) * L + b * P)
+                ut = np.uint64(r * P)
+                for i in range(up):
+                    t = tab[ut + i]
+                    if t >= 0:
+                        xf[np.uint64(xbase + t)] += colf[uq + i]
 
 
 # ---------------------------------------------------------------- gather / scatter
@@ -239,12 +361,16 @@ def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g)
     G, Fg, CK = w3.shape
     cg = C // G
     P = y.shape[2]
+    direct = nbmax == 1 and _pointwise(g)      # 1x1: the sample's data is its col matrix
     for n0 in range(0, N, nbmax):
         nb = min(nbmax, N - n0)
         colf = colbuf[:CK * nb * P]
-        col = colf.reshape((CK, nb * P))
         for j in range(G):
-            im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+            if direct:
+                col = xf[(n0 * C + j * cg) * P:(n0 * C + (j + 1) * cg) * P].reshape((cg, P))
+            else:
+                im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+                col = colf.reshape((CK, nb * P))
             if nb == 1 and not add:
                 yj = y[n0, j * Fg:(j + 1) * Fg]
                 np.dot(w3[j], col, yj)
@@ -273,7 +399,8 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
     G, Fg, CK = w3.shape
     cg = C // G
     P = dy.shape[2]
-    if mode_dx == 1:
+    direct = nbmax == 1 and _pointwise(g)      # 1x1: GEMMs on the samples' own planes
+    if mode_dx == 1 and not direct:
         dxf[:] = 0
     if mode_dw == 1:
         dw3[:] = 0
@@ -289,15 +416,23 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
                 dyt = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
                 _gather(dy, n0, nb, j * Fg, Fg, dyt)
             if mode_dw != 0:
-                im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
-                np.dot(col, dyt.T, part)
+                if direct:
+                    lo = (n0 * C + j * cg) * P
+                    np.dot(xf[lo:lo + cg * P].reshape((cg, P)), dyt.T, part)
+                else:
+                    im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+                    np.dot(col, dyt.T, part)
                 dwj = dw3[j]
                 for f in range(Fg):
                     for r in range(CK):
                         dwj[f, r] += part[r, f]
             if mode_dx != 0:
-                np.dot(w3[j].T, dyt, col)
-                col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
+                if direct and mode_dx == 1:
+                    lo = (n0 * C + j * cg) * P
+                    np.dot(w3[j].T, dyt, dxf[lo:lo + cg * P].reshape((cg, P)))
+                else:
+                    np.dot(w3[j].T, dyt, col)
+                    col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
 
 
 @njit(**JIT)

@@ -248,7 +248,7 @@ def conv_plan(state, x5, F, G, geom, dtype):
     K = geom[0] * geom[1] * geom[2]
     P = geom[12] * geom[13] * geom[14]
     rows = C // G * K
-    nb = ic.chunk_size(N, rows, P)
+    nb = ic.chunk_size(N, rows, P, ic.is_pointwise(geom))
     colbuf = ic.buffer(state, 'col', rows * nb * P, dtype)
     tmpbuf = ic.buffer(state, 'tmp', F // G * nb * P, dtype)
     partbuf = ic.buffer(state, 'part', F // G * rows, dtype)

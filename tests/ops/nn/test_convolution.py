@@ -304,3 +304,69 @@ def gpu_matches_cpu(op_name, p, shapes, monkeypatch, head_seed=7):
 ])
 def test_gpu_kernels_match_cpu(p, data, monkeypatch):
     gpu_matches_cpu('Convolution', p, [data], monkeypatch)
+
+
+@st.composite
+def _col_case(draw):
+    """A valid 1-3-D conv geometry for the im2col/col2im path comparison."""
+    nd = draw(st.integers(1, 3))
+    spatial, k, s, p, d = [], [], [], [], []
+    for _ in range(nd):
+        i, kk, ss, pp, dd = draw(fst.conv_geometry(max_input=7, max_kernel=3, max_pad=2))
+        if dd * (kk - 1) + 1 > i + 2 * pp:
+            kk, dd = 1, 1
+        spatial.append(i)
+        k.append(kk)
+        s.append(ss)
+        p.append(pp)
+        d.append(dd)
+    return tuple(spatial), tuple(k), tuple(s), tuple(p), tuple(d), draw(st.integers(1, 3))
+
+
+@given(case=_col_case())
+def test_im2col_table_path_matches_row_path(case):
+    """Narrow outputs gather through an offset table; it equals the per-row-run kernels."""
+    from ffnumba.ops.nn.convolution import conv_output_size
+    from ffnumba.ops.nn import _im2col as ic
+    spatial, k, s, p, d, nb = case
+    out = tuple(conv_output_size(*a) for a in zip(spatial, k, s, p, d))
+    g = ic.geometry(k, s, p, d, out)
+    x = np.random.default_rng(3).uniform(-1, 1, (nb + 1, 3) + spatial)
+    dims = ic.as5d(x.shape)
+    rows = 2 * int(np.prod(k)) * nb * int(np.prod(out))
+    got, want = np.full(rows, 7.0), np.full(rows, 9.0)
+    ic.im2col(x.reshape(-1), dims, 1, nb, 1, 2, g, got)
+    ic._im2col_rows(x.reshape(-1), dims, 1, nb, 1, 2, g, want)
+    np.testing.assert_array_equal(got, want)
+    dx_got, dx_want = np.ones(x.size), np.ones(x.size)
+    ic.col2im(want, dims, 1, nb, 1, 2, g, dx_got)
+    ic._col2im_rows(want, dims, 1, nb, 1, 2, g, dx_want)
+    np.testing.assert_allclose(dx_got, dx_want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize('p, data', [
+    (dict(kernel=(3, 3), num_filter=3, pad=(1, 1), stride=(1, 2)), (3, 2, 5, 37)),  # row runs
+    (dict(kernel=(1, 1), num_filter=3), (3, 4, 16, 17)),          # pointwise, one GEMM a sample
+    (dict(kernel=(1, 1), num_filter=4, num_group=2, no_bias=True), (3, 4, 16, 16)),
+    (dict(kernel=(1, 1), num_filter=3), (5, 4, 3, 3)),            # pointwise, gathered chunk
+    (dict(kernel=(1,), num_filter=2, stride=(2,)), (2, 3, 9)),    # strided 1x1: table
+])
+@pytest.mark.parametrize('req', ['write', 'add'])
+def test_wide_and_pointwise_paths_match_reference(p, data, req):
+    """Wide planes (row runs) and 1x1 kernels (no im2col) against the numpy reference."""
+    rng = np.random.default_rng(4)
+    op = get_op('Convolution')
+    params = op.parse_params(p)
+    ins, outs, _ = op.infer_shape(params, [data] + [None] * (1 if p.get('no_bias') else 2), [])
+    vals = [rng.uniform(-1, 1, s) for s in ins]
+    head = rng.uniform(-1, 1, outs[0])
+    y = np.empty(outs[0])
+    op.forward['cpu'](_ctx(), params, vals, [y], [])
+    np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
+    init = [rng.uniform(-1, 1, s) for s in ins]
+    grads = [a.copy() for a in init]
+    op.backward['cpu'](_ctx(), params, [head], vals, [y], grads, [req] * len(ins), [])
+    exp = conv_backward(vals[0], vals[1], head, p['kernel'], p.get('stride', ()),
+                        p.get('pad', ()), (), p.get('num_group', 1))
+    for g, i, e in zip(grads, init, exp):
+        np.testing.assert_allclose(g, e + (i if req == 'add' else 0), rtol=1e-10, atol=1e-12)
