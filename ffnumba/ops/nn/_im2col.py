@@ -402,9 +402,7 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
     direct = nbmax == 1 and _pointwise(g)      # 1x1: GEMMs on the samples' own planes
     if mode_dx == 1 and not direct:
         dxf[:] = 0
-    if mode_dw == 1:
-        dw3[:] = 0
-    part = partbuf[:Fg * CK].reshape((CK, Fg))   # dw^T of one chunk: col @ dy^T is the faster GEMM
+    part = partbuf[:Fg * CK].reshape((Fg, CK))   # dw of one chunk, when it is added
     for n0 in range(0, N, nbmax):
         nb = min(nbmax, N - n0)
         colf = colbuf[:CK * nb * P]
@@ -418,14 +416,20 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
             if mode_dw != 0:
                 if direct:
                     lo = (n0 * C + j * cg) * P
-                    np.dot(xf[lo:lo + cg * P].reshape((cg, P)), dyt.T, part)
+                    colj = xf[lo:lo + cg * P].reshape((cg, P))
                 else:
                     im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
-                    np.dot(col, dyt.T, part)
-                dwj = dw3[j]
-                for f in range(Fg):
-                    for r in range(CK):
-                        dwj[f, r] += part[r, f]
+                    colj = col
+                if mode_dw == 1 and n0 == 0:      # the first chunk writes dw in place
+                    np.dot(dyt, colj.T, dw3[j])
+                else:
+                    np.dot(dyt, colj.T, part)
+                    dwj = dw3[j]
+                    for f in range(Fg):
+                        dst = dwj[f]
+                        src = part[f]
+                        for r in range(np.uint64(CK)):
+                            dst[r] += src[r]
             if mode_dx != 0:
                 if direct and mode_dx == 1:
                     lo = (n0 * C + j * cg) * P
