@@ -357,13 +357,19 @@ def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g)
     only when ``has_bias``); ``colbuf`` / ``tmpbuf``: flat scratch of at
     least ``Cg*K*nbmax*P`` / ``Fg*nbmax*P`` elements.
     """
-    N, C = dims[0], dims[1]
+    forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0])
+
+
+@njit(**JIT)
+def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nlo, nhi):
+    """:func:`conv_forward` on samples ``nlo..nhi`` only."""
+    C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
     P = y.shape[2]
     direct = nbmax == 1 and _pointwise(g)      # 1x1: the sample's data is its col matrix
-    for n0 in range(0, N, nbmax):
-        nb = min(nbmax, N - n0)
+    for n0 in range(nlo, nhi, nbmax):
+        nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
         for j in range(G):
             if direct:
@@ -395,16 +401,25 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
     ``mode_dw`` is set and ``dxf`` only written when ``mode_dx`` is set (pass
     any 1-element array otherwise). ``partbuf`` holds ``Fg*Cg*K`` elements.
     """
-    N, C = dims[0], dims[1]
+    backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
+                   nbmax, g, 0, dims[0])
+
+
+@njit(**JIT)
+def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
+                   nbmax, g, nlo, nhi):
+    """:func:`conv_backward` on samples ``nlo..nhi``: their ``dx`` and their part of ``dw``."""
+    C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
     P = dy.shape[2]
     direct = nbmax == 1 and _pointwise(g)      # 1x1: GEMMs on the samples' own planes
     if mode_dx == 1 and not direct:
-        dxf[:] = 0
+        sample = C * dims[2] * dims[3] * dims[4]
+        dxf[nlo * sample:nhi * sample] = 0
     part = partbuf[:Fg * CK].reshape((Fg, CK))   # dw of one chunk, when it is added
-    for n0 in range(0, N, nbmax):
-        nb = min(nbmax, N - n0)
+    for n0 in range(nlo, nhi, nbmax):
+        nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
         col = colf.reshape((CK, nb * P))
         for j in range(G):
@@ -420,7 +435,7 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
                 else:
                     im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
                     colj = col
-                if mode_dw == 1 and n0 == 0:      # the first chunk writes dw in place
+                if mode_dw == 1 and n0 == nlo:    # the first chunk writes dw in place
                     np.dot(dyt, colj.T, dw3[j])
                 else:
                     np.dot(dyt, colj.T, part)

@@ -370,3 +370,62 @@ def test_wide_and_pointwise_paths_match_reference(p, data, req):
                         p.get('pad', ()), (), p.get('num_group', 1))
     for g, i, e in zip(grads, init, exp):
         np.testing.assert_allclose(g, e + (i if req == 'add' else 0), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize('kernel, pad, groups, data', [
+    ((3, 3), (1, 1), 1, (5, 4, 6, 5)),
+    ((1, 1), (0, 0), 2, (4, 4, 16, 16)),     # pointwise: GEMMs on the planes themselves
+    ((2,), (1,), 2, (7, 4, 9)),
+])
+@pytest.mark.parametrize('nt', [2, 3])
+def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
+    """The batch split over nt threads (each with its own scratch and partial dw) = serial."""
+    from ffnumba.ops.nn import _conv_par as cp, _im2col as ic
+    from ffnumba.ops.nn.convolution import conv_output_size, conv_plan
+    rng = np.random.default_rng(8)
+    F, C = 4, data[1]
+    out = tuple(conv_output_size(i, k, 1, q, 1) for i, k, q in zip(data[2:], kernel, pad))
+    g = ic.geometry(kernel, (), pad, (), out)
+    x5 = ic.as5d(data)
+    x = rng.uniform(-1, 1, data)
+    w3 = rng.uniform(-1, 1, (groups, F // groups, C // groups * int(np.prod(kernel))))
+    b = rng.uniform(-1, 1, F)
+    dy = rng.uniform(-1, 1, (data[0], F, int(np.prod(out))))
+    nb, col, tmp, part = conv_plan({}, x5, F, groups, g, x.dtype, nt)
+    nb1, col1, tmp1, part1 = conv_plan({}, x5, F, groups, g, x.dtype)
+    y_par, y_ser = np.empty(dy.shape), np.empty(dy.shape)
+    cp.conv_forward_par(x.reshape(-1), x5, w3, y_par, False, b, True, col, tmp, nb, g, nt)
+    ic.conv_forward(x.reshape(-1), x5, w3, y_ser, False, b, True, col1, tmp1, nb1, g)
+    np.testing.assert_allclose(y_par, y_ser, rtol=1e-12, atol=1e-12)
+    for mode in (1, 2):
+        init_x, init_w = rng.uniform(-1, 1, x.size), rng.uniform(-1, 1, w3.shape)
+        dx_par, dw_par, dx_ser, dw_ser = init_x.copy(), init_w.copy(), init_x.copy(), init_w.copy()
+        parts = np.full((nt,) + w3.shape, np.nan)
+        cp.conv_backward_par(x.reshape(-1), x5, w3, dy, dx_par, dw_par, mode, mode, col, tmp,
+                             part, parts, nb, g, nt)
+        ic.conv_backward(x.reshape(-1), x5, w3, dy, dx_ser, dw_ser, mode, mode, col1, tmp1,
+                         part1, nb1, g)
+        np.testing.assert_allclose(dx_par, dx_ser, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(dw_par, dw_ser, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('threads', [1, 2])
+def test_one_and_two_numba_threads_match_reference(threads):
+    """The op's serial (one thread) and batch-split (two threads) paths against numpy."""
+    import numba
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip('numba was started with fewer threads')
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        p = dict(kernel=(3, 3), num_filter=3, pad=(1, 1), stride=(2, 1))
+        rng = np.random.default_rng(9)
+        vals = [rng.uniform(-1, 1, s) for s in ((5, 2, 7, 6), (3, 2, 3, 3), (3,))]
+        head = rng.uniform(-1, 1, (5, 3, 4, 6))
+        y, grads = _run('Convolution', p, vals, head)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
+    exp = conv_backward(vals[0], vals[1], head, (3, 3), (2, 1), (1, 1), (), 1)
+    for g, e in zip(grads, exp):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
