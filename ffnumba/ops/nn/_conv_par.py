@@ -76,9 +76,19 @@ def serial_blas():
 
 
 def split_threads(n):
-    """Threads to split a batch of ``n`` samples over: numba's thread count, at most ``n``."""
+    """Threads to split a batch of ``n`` samples over: numba's thread count, at most ``n``.
+
+    Multi-context runs cap BLAS at each context's share of the cores
+    (:mod:`ffnumba.blas_threads`); a convolution then takes no more threads
+    than that share, so contexts running side by side do not oversubscribe.
+    """
     from numba import get_num_threads
-    return max(1, min(int(get_num_threads()), int(n)))
+    from ... import blas_threads
+    nt = int(get_num_threads())
+    cap = blas_threads._BLAS_LIMITED['threads']     # None unless a multi-context run set it
+    if cap:
+        nt = min(nt, int(cap))
+    return max(1, min(nt, int(n)))
 
 
 @njit(parallel=True, **JIT)
