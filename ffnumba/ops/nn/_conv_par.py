@@ -14,7 +14,6 @@ per thread.
 import contextlib
 import ctypes
 
-import numpy as np
 from numba import njit, prange
 
 from ..templates import JIT
@@ -34,7 +33,8 @@ def _numba_blas():
     if 'fns' not in _BLAS:
         _BLAS['fns'] = None
         try:
-            import scipy.linalg.cython_blas  # noqa: F401  (what numba's np.dot binds)
+            import importlib
+            importlib.import_module('scipy.linalg.cython_blas')   # what numba's np.dot binds
             with open('/proc/self/maps') as f:
                 paths = sorted({line.split()[-1] for line in f
                                 if 'openblas' in line.lower() and 'scipy' in line.lower()})

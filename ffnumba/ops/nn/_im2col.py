@@ -18,7 +18,14 @@ volume. Two drivers cover both ops:
 ``im2col`` unrolls a chunk of ``nb`` samples of one group into a matrix
 ``col`` of shape ``(Cg*K, nb*P)`` (``P = OD*OH*OW``), so each group of each
 chunk costs one BLAS GEMM (``np.dot`` inside ``@njit``). Chunks keep ``col``
-cache-sized. All kernels are ``nogil``: two executors in two threads run in
+cache-sized. Pointwise kernels (1x1, stride 1, no pad) with one sample per
+chunk skip im2col: a sample's planes are its ``col``, and the forward, data-
+and weight-gradient GEMMs read and write the NCHW arrays themselves. The
+weight gradient is ``dy col^T`` straight into ``dw`` (first chunk) or added
+row by row, never a transposed accumulation. Outputs narrower than
+:data:`TABLE_MAX_OW` im2col/col2im through an offset table (one loop over
+the output plane per column row); wider ones copy row runs. All kernels
+are ``nogil``: two executors in two threads run in
 parallel. Hot copy loops index with unsigned integers, which lets LLVM drop
 numba's negative-index wraparound and vectorise them.
 
@@ -31,8 +38,9 @@ from numba import njit
 
 from ..templates import JIT
 
-__all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward', 'conv_backward',
-           'add_bias', 'bias_grad', 'im2col', 'col2im', 'MODES']
+__all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
+           'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
+           'col2im', 'MODES', 'TABLE_MAX_OW', 'DIRECT_MIN_COLS']
 
 #: ``req`` string -> kernel mode code.
 MODES = {'null': 0, 'write': 1, 'add': 2}

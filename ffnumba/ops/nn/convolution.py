@@ -28,8 +28,13 @@ kernel   data                  weight                 bias        output
 
 The weight and bias shapes are inferred from the data. Implementation:
 im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
-``_im2col``); float16 is computed in float32 and cast at the edges. GPU:
-direct one-thread-per-element kernels (``_conv_cuda``).
+``_im2col``); 1x1 kernels with stride 1 and no pad on planes of at least
+``_im2col.DIRECT_MIN_COLS`` positions multiply each sample's NCHW planes
+directly (no im2col); depthwise convolutions run direct kernels
+(``_depthwise``). With more than one numba thread the batch is split over
+threads, each on one BLAS thread (``_conv_par``). float16 is computed in
+float32 and cast at the edges. GPU: direct one-thread-per-element kernels
+(``_conv_cuda``).
 
 Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
 Chellapilla et al. (2006).
