@@ -36,8 +36,9 @@ def _numba_blas():
             import importlib
             importlib.import_module('scipy.linalg.cython_blas')   # what numba's np.dot binds
             with open('/proc/self/maps') as f:
-                paths = sorted({line.split()[-1] for line in f
-                                if 'openblas' in line.lower() and 'scipy' in line.lower()})
+                paths = sorted({line.split()[-1] for line in f      # not numpy's own copy
+                                if 'openblas' in line.lower() and 'scipy' in line.lower()
+                                and 'numpy.libs' not in line})
         except (ImportError, OSError):
             paths = []
         for path in paths:
