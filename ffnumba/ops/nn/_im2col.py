@@ -21,8 +21,9 @@ chunk costs one BLAS GEMM (``np.dot`` inside ``@njit``). Chunks keep ``col``
 cache-sized. Pointwise kernels (1x1, stride 1, no pad) with one sample per
 chunk skip im2col: a sample's planes are its ``col``, and the forward, data-
 and weight-gradient GEMMs read and write the NCHW arrays themselves. The
-weight gradient is ``dy col^T`` straight into ``dw`` (first chunk) or added
-row by row, never a transposed accumulation. Outputs narrower than
+weight gradient of more than :data:`SMALL_DW` elements is ``dy col^T``
+straight into ``dw`` (first chunk) or added row by row, never a transposed
+accumulation out of cache. Outputs narrower than
 :data:`TABLE_MAX_OW` im2col/col2im through an offset table (one loop over
 the output plane per column row); wider ones copy row runs. All kernels
 are ``nogil``: two executors in two threads run in
@@ -40,7 +41,7 @@ from ..templates import JIT
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
-           'col2im', 'MODES', 'TABLE_MAX_OW', 'DIRECT_MIN_COLS']
+           'col2im', 'MODES', 'TABLE_MAX_OW', 'DIRECT_MIN_COLS', 'SMALL_DW']
 
 #: ``req`` string -> kernel mode code.
 MODES = {'null': 0, 'write': 1, 'add': 2}
@@ -55,6 +56,10 @@ COL_MAX_ELEMS = 1 << 22
 #: Outputs narrower than this im2col/col2im through a per-call offset table
 #: (one loop over the whole output plane) instead of per-row runs.
 TABLE_MAX_OW = 16
+#: Largest weight gradient (elements per group) computed as ``col dy^T`` and added
+#: transposed; larger ones are ``dy col^T`` straight into ``dw`` (a transposed
+#: accumulation out of cache cost more than the GEMM).
+SMALL_DW = 1 << 16
 #: Fewest output positions a pointwise convolution needs to multiply each
 #: sample's data in place (one GEMM per sample) rather than gathered chunks.
 DIRECT_MIN_COLS = 256
@@ -425,7 +430,8 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
     if mode_dx == 1 and not direct:
         sample = C * dims[2] * dims[3] * dims[4]
         dxf[nlo * sample:nhi * sample] = 0
-    part = partbuf[:Fg * CK].reshape((Fg, CK))   # dw of one chunk, when it is added
+    part = partbuf[:Fg * CK].reshape((Fg, CK))     # dw of one chunk, when it is added
+    part_t = partbuf[:Fg * CK].reshape((CK, Fg))   # its transpose, for small dw
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
@@ -443,11 +449,22 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
                 else:
                     im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
                     colj = col
-                if mode_dw == 1 and n0 == nlo:    # the first chunk writes dw in place
-                    np.dot(dyt, colj.T, dw3[j])
+                dwj = dw3[j]
+                first = mode_dw == 1 and n0 == nlo
+                if Fg * CK <= SMALL_DW:     # cache-resident: col dy^T is the faster GEMM
+                    np.dot(colj, dyt.T, part_t)
+                    for f in range(Fg):
+                        dst = dwj[f]
+                        if first:
+                            for r in range(CK):
+                                dst[r] = part_t[r, f]
+                        else:
+                            for r in range(CK):
+                                dst[r] += part_t[r, f]
+                elif first:                 # the first chunk writes dw in place
+                    np.dot(dyt, colj.T, dwj)
                 else:
                     np.dot(dyt, colj.T, part)
-                    dwj = dw3[j]
                     for f in range(Fg):
                         dst = dwj[f]
                         src = part[f]

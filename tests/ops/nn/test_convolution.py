@@ -350,6 +350,7 @@ def test_im2col_table_path_matches_row_path(case):
     (dict(kernel=(1, 1), num_filter=4, num_group=2, no_bias=True), (3, 4, 16, 16)),
     (dict(kernel=(1, 1), num_filter=3), (5, 4, 3, 3)),            # pointwise, gathered chunk
     (dict(kernel=(1,), num_filter=2, stride=(2,)), (2, 3, 9)),    # strided 1x1: table
+    (dict(kernel=(3, 3), num_filter=64, pad=(1, 1)), (3, 128, 4, 4)),   # dw > SMALL_DW
 ])
 @pytest.mark.parametrize('req', ['write', 'add'])
 def test_wide_and_pointwise_paths_match_reference(p, data, req):
