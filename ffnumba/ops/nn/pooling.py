@@ -201,13 +201,12 @@ def _row_setup(g, W, include_pad):
 
 
 @njit(**JIT)
-def _pool_fwd(xf, yf, dims, g, mode, include_pad, pv, lowest, nc0, nc1):
+def _pool_fwd(xf, yf, dims, g, mode, include_pad, pv, lowest):
     """Forward over flat ``x`` ``(N, C, D, H, W)`` (shape ``dims``) into flat ``y``.
 
     Works one output row at a time: for each window offset the whole row is
     updated in a stride-``SW`` sweep, so the inner loop is long and branch-free.
-    Every output element still sees its window in row-major order. Only
-    planes ``nc0..nc1`` of the ``N*C`` are pooled.
+    Every output element still sees its window in row-major order.
     """
     N, C, D, H, W = dims
     KD, KH, KW, SD, SH, SW, PD, PH, PW, OD, OH, OW = g
@@ -215,8 +214,8 @@ def _pool_fwd(xf, yf, dims, g, mode, include_pad, pv, lowest, nc0, nc1):
     lo, hi, width = _row_setup(g, W, include_pad)
     acc = np.empty(OW, np.float64)
     usw = np.uint64(SW)
-    q = nc0 * OD * OH * OW
-    for nc in range(nc0, nc1):
+    q = 0
+    for nc in range(N * C):
         xb = nc * plane_in
         for od in range(OD):
             d0, d1, dlo, dhi = _bounds(od, SD, PD, KD, D)
@@ -270,22 +269,22 @@ def _pool_fwd(xf, yf, dims, g, mode, include_pad, pv, lowest, nc0, nc1):
 
 
 @njit(**JIT)
-def _pool_bwd(xf, yf, dyf, dxf, dims, g, mode, include_pad, pv, write, nc0, nc1):
+def _pool_bwd(xf, yf, dyf, dxf, dims, g, mode, include_pad, pv, write):
     """avg/sum/lp backward: ``dx (+)= d out / d x . dy`` on flat arrays, row at a time.
 
-    ``write`` zeroes ``dx`` first; max pooling uses :func:`_max_bwd`. Planes ``nc0..nc1``.
+    ``write`` zeroes ``dx`` first; max pooling uses :func:`_max_bwd`.
     """
     N, C, D, H, W = dims
     KD, KH, KW, SD, SH, SW, PD, PH, PW, OD, OH, OW = g
     plane_in = D * H * W
     if write:
-        dxf[nc0 * plane_in:nc1 * plane_in] = 0
+        dxf[:] = 0
     lo, hi, width = _row_setup(g, W, include_pad)
     inv = np.empty(OW, np.float64)
     gs = np.empty(OW, np.float64)
     usw = np.uint64(SW)
-    q = nc0 * OD * OH * OW
-    for nc in range(nc0, nc1):
+    q = 0
+    for nc in range(N * C):
         xb = nc * plane_in
         for od in range(OD):
             d0, d1, dlo, dhi = _bounds(od, SD, PD, KD, D)
@@ -334,21 +333,20 @@ def _pool_bwd(xf, yf, dyf, dxf, dims, g, mode, include_pad, pv, write, nc0, nc1)
 
 
 @njit(**JIT)
-def _max_bwd(xf, dyf, dxf, dims, g, write, nc0, nc1):
+def _max_bwd(xf, dyf, dxf, dims, g, write):
     """Max-pooling backward: the first strict maximum of each window gets the gradient.
 
     One output element at a time with the running maximum in registers
     (branch-free selects); a window of only NaN or -inf routes nothing.
-    Planes ``nc0..nc1``.
     """
     N, C, D, H, W = dims
     KD, KH, KW, SD, SH, SW, PD, PH, PW, OD, OH, OW = g
     plane_in = D * H * W
     if write:
-        dxf[nc0 * plane_in:nc1 * plane_in] = 0
+        dxf[:] = 0
     none = np.uint64(0xFFFFFFFFFFFFFFFF)
-    q = np.uint64(nc0 * OD * OH * OW)
-    for nc in range(nc0, nc1):
+    q = np.uint64(0)
+    for nc in range(N * C):
         xb = nc * plane_in
         for od in range(OD):
             d0, d1, dlo, dhi = _bounds(od, SD, PD, KD, D)
@@ -373,20 +371,20 @@ def _max_bwd(xf, dyf, dxf, dims, g, write, nc0, nc1):
 
 
 @njit(**JIT)
-def _max_fwd_table(xf, yf, dims, g15, lowest, nc0, nc1):
+def _max_fwd_table(xf, yf, dims, g15, lowest):
     """Max forward for narrow outputs: one pass per window offset over the whole output plane.
 
     ``g15`` is the conv geometry (unit dilation) whose :func:`_im2col._table`
     gives each output position's input offset per window offset (-1: outside).
-    Planes ``nc0..nc1``.
     """
+    N, C = dims[0], dims[1]
     plane_in = dims[2] * dims[3] * dims[4]
     K = g15[0] * g15[1] * g15[2]
     P = g15[12] * g15[13] * g15[14]
     up = np.uint64(P)
     tab = _table(dims, g15)
     acc = np.empty(P, xf.dtype)
-    for nc in range(nc0, nc1):
+    for nc in range(N * C):
         xb = nc * plane_in
         for i in range(up):
             acc[i] = lowest
@@ -402,36 +400,50 @@ def _max_fwd_table(xf, yf, dims, g15, lowest, nc0, nc1):
             yf[uq + i] = acc[i]
 
 
-# The same kernels on nt contiguous ranges of the N*C planes, one range per numba thread.
+# The same kernels on nt contiguous ranges of the N*C planes, one range per numba thread:
+# each range is a slice of the flat arrays with dims (1, planes, D, H, W).
+
+@njit(**JIT)
+def _range(dims, t, nt):
+    """Planes ``[lo, hi)`` of range ``t`` of ``nt`` and the 5-D dims of that slice."""
+    n = dims[0] * dims[1]
+    lo, hi = n * t // nt, n * (t + 1) // nt
+    return lo, hi, (1, hi - lo, dims[2], dims[3], dims[4])
+
 
 @njit(parallel=True, **JIT)
 def _pool_fwd_par(xf, yf, dims, g, mode, include_pad, pv, lowest, nt):
-    n = dims[0] * dims[1]
+    pin, pout = dims[2] * dims[3] * dims[4], g[9] * g[10] * g[11]
     for t in prange(nt):
-        _pool_fwd(xf, yf, dims, g, mode, include_pad, pv, lowest, n * t // nt,
-                  n * (t + 1) // nt)
+        lo, hi, d = _range(dims, t, nt)
+        _pool_fwd(xf[lo * pin:hi * pin], yf[lo * pout:hi * pout], d, g, mode, include_pad, pv,
+                  lowest)
 
 
 @njit(parallel=True, **JIT)
 def _max_fwd_table_par(xf, yf, dims, g15, lowest, nt):
-    n = dims[0] * dims[1]
+    pin, pout = dims[2] * dims[3] * dims[4], g15[12] * g15[13] * g15[14]
     for t in prange(nt):
-        _max_fwd_table(xf, yf, dims, g15, lowest, n * t // nt, n * (t + 1) // nt)
+        lo, hi, d = _range(dims, t, nt)
+        _max_fwd_table(xf[lo * pin:hi * pin], yf[lo * pout:hi * pout], d, g15, lowest)
 
 
 @njit(parallel=True, **JIT)
 def _pool_bwd_par(xf, yf, dyf, dxf, dims, g, mode, include_pad, pv, write, nt):
-    n = dims[0] * dims[1]
+    pin, pout = dims[2] * dims[3] * dims[4], g[9] * g[10] * g[11]
     for t in prange(nt):
-        _pool_bwd(xf, yf, dyf, dxf, dims, g, mode, include_pad, pv, write, n * t // nt,
-                  n * (t + 1) // nt)
+        lo, hi, d = _range(dims, t, nt)
+        _pool_bwd(xf[lo * pin:hi * pin], yf[lo * pout:hi * pout], dyf[lo * pout:hi * pout],
+                  dxf[lo * pin:hi * pin], d, g, mode, include_pad, pv, write)
 
 
 @njit(parallel=True, **JIT)
 def _max_bwd_par(xf, dyf, dxf, dims, g, write, nt):
-    n = dims[0] * dims[1]
+    pin, pout = dims[2] * dims[3] * dims[4], g[9] * g[10] * g[11]
     for t in prange(nt):
-        _max_bwd(xf, dyf, dxf, dims, g, write, n * t // nt, n * (t + 1) // nt)
+        lo, hi, d = _range(dims, t, nt)
+        _max_bwd(xf[lo * pin:hi * pin], dyf[lo * pout:hi * pout], dxf[lo * pin:hi * pin], d, g,
+                 write)
 
 
 def _threads(x):
@@ -477,11 +489,11 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     if table and nt > 1:
         _max_fwd_table_par(xf, yf, dims, _table_geom(g), lowest, nt)
     elif table:
-        _max_fwd_table(xf, yf, dims, _table_geom(g), lowest, 0, dims[0] * dims[1])
+        _max_fwd_table(xf, yf, dims, _table_geom(g), lowest)
     elif nt > 1:
         _pool_fwd_par(xf, yf, dims, g, mode, include, pv, lowest, nt)
     else:
-        _pool_fwd(xf, yf, dims, g, mode, include, pv, lowest, 0, dims[0] * dims[1])
+        _pool_fwd(xf, yf, dims, g, mode, include, pv, lowest)
     if half:
         y[...] = yw
 
@@ -502,15 +514,14 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     nt = _threads(x)
     xf, yf, dyf, dxf, dims = (x.reshape(-1), y.reshape(-1), dy.reshape(-1), work.reshape(-1),
                               as5d(x.shape))
-    n = dims[0] * dims[1]
     if mode == 0 and nt > 1:    # (a table version, as the forward's, measured 1.5-2x slower)
         _max_bwd_par(xf, dyf, dxf, dims, g, write, nt)
     elif mode == 0:
-        _max_bwd(xf, dyf, dxf, dims, g, write, 0, n)
+        _max_bwd(xf, dyf, dxf, dims, g, write)
     elif nt > 1:
         _pool_bwd_par(xf, yf, dyf, dxf, dims, g, mode, include, pv, write, nt)
     else:
-        _pool_bwd(xf, yf, dyf, dxf, dims, g, mode, include, pv, write, 0, n)
+        _pool_bwd(xf, yf, dyf, dxf, dims, g, mode, include, pv, write)
     if half:
         if req[0] == 'add':
             dx[...] = (dx.astype(np.float32) + work).astype(dx.dtype)

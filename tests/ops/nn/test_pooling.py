@@ -312,9 +312,8 @@ def test_max_table_forward_matches_row_sweeps(spatial, k, s, q, conv, ties):
     g = pl._geom(params, data, outs[0])
     dims = pl.as5d(data)
     want, got = np.empty(outs[0]), np.empty(outs[0])
-    n = data[0] * data[1]
-    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf, 0, n)
-    pl._max_fwd_table(x.reshape(-1), got.reshape(-1), dims, pl._table_geom(g), -np.inf, 0, n)
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    pl._max_fwd_table(x.reshape(-1), got.reshape(-1), dims, pl._table_geom(g), -np.inf)
     np.testing.assert_array_equal(got, want)
 
 
@@ -343,10 +342,10 @@ def test_plane_split_kernels_match_serial(pool_type, data, write):
     _, outs, _ = get_op('Pooling').infer_shape(params, [data], [])
     rng = np.random.default_rng(10)
     x, dy = rng.uniform(-1, 1, data), rng.uniform(-1, 1, outs[0])
-    g, dims, n = pl._geom(params, data, outs[0]), pl.as5d(data), data[0] * data[1]
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
     mode, include, pv = pl._modes(params)
     y1, y3 = np.empty(outs[0]), np.empty(outs[0])
-    pl._pool_fwd(x.reshape(-1), y1.reshape(-1), dims, g, mode, include, pv, -np.inf, 0, n)
+    pl._pool_fwd(x.reshape(-1), y1.reshape(-1), dims, g, mode, include, pv, -np.inf)
     pl._pool_fwd_par(x.reshape(-1), y3.reshape(-1), dims, g, mode, include, pv, -np.inf, 3)
     np.testing.assert_array_equal(y1, y3)
     if mode == 0:
@@ -355,10 +354,10 @@ def test_plane_split_kernels_match_serial(pool_type, data, write):
         np.testing.assert_array_equal(y1, y3)
     dx1, dx3 = np.ones(data), np.ones(data)
     if mode == 0:
-        pl._max_bwd(x.reshape(-1), dy.reshape(-1), dx1.reshape(-1), dims, g, write, 0, n)
+        pl._max_bwd(x.reshape(-1), dy.reshape(-1), dx1.reshape(-1), dims, g, write)
         pl._max_bwd_par(x.reshape(-1), dy.reshape(-1), dx3.reshape(-1), dims, g, write, 3)
     else:
         args = (x.reshape(-1), y1.reshape(-1), dy.reshape(-1))
-        pl._pool_bwd(*args, dx1.reshape(-1), dims, g, mode, include, pv, write, 0, n)
+        pl._pool_bwd(*args, dx1.reshape(-1), dims, g, mode, include, pv, write)
         pl._pool_bwd_par(*args, dx3.reshape(-1), dims, g, mode, include, pv, write, 3)
     np.testing.assert_allclose(dx1, dx3, rtol=1e-13, atol=1e-13)
