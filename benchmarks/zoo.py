@@ -5,6 +5,7 @@
     python benchmarks/zoo.py --mxnet /path/to/mxnet-venv/bin/python   # MXNet 1.9.1 beside it
     python benchmarks/zoo.py --torch /path/to/torch-venv/bin/python    # and/or PyTorch CPU
     python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time breakdown
+    python benchmarks/zoo.py --baseline /tmp/old-checkout --rounds 3   # before/after, best of 3
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
 graph) is measured in its own child process per (framework, net, batch, threads), and
@@ -121,14 +122,14 @@ def worker(args):
     print(json.dumps(result))
 
 
-def run_one(python, framework, net, batch, threads, args, ref=False):
+def run_one(python, framework, net, batch, threads, args, ref=False, script=None):
     env = dict(os.environ)
     for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS',
                 'NUMBA_NUM_THREADS', 'FFNUMBA_BLAS_THREADS'):
         env[var] = str(threads)
     if ref:
         env['MXNET_MKLDNN_ENABLED'] = '0'
-    cmd = [python, os.path.abspath(__file__), '--worker', '--framework', framework,
+    cmd = [python, script or os.path.abspath(__file__), '--worker', '--framework', framework,
            '--net', net, '--one-batch', str(batch), '--one-threads', str(threads),
            '--steps', str(args.steps), '--warmup', str(args.warmup)]
     if args.profile:
@@ -153,6 +154,10 @@ def main():
     p.add_argument('--torch', help='python interpreter that imports PyTorch (CPU)')
     p.add_argument('--mxnet-ref', action='store_true',
                    help='MXNet with MXNET_MKLDNN_ENABLED=0 (its reference kernels)')
+    p.add_argument('--baseline', help='another ffnumba checkout (e.g. a git worktree of an older '
+                                      'commit) to run interleaved; prints new/baseline ratios')
+    p.add_argument('--rounds', type=int, default=1,
+                   help='repeat every configuration this often (interleaved); keep the best')
     p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
     p.add_argument('--timeout', type=int, default=1800)
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
@@ -169,26 +174,39 @@ def main():
     unknown = [n for n in nets if n not in NETS]
     if unknown:
         p.error('unknown nets %s; choose from %s' % (unknown, ', '.join(NETS)))
-    frameworks = [('ffnumba', sys.executable)]
+    frameworks = [('ffnumba', sys.executable, None)]
+    if args.baseline:
+        frameworks.append(('base', sys.executable,
+                           os.path.join(os.path.abspath(args.baseline), 'benchmarks', 'zoo.py')))
     if args.mxnet:
-        frameworks.append(('mxnet', args.mxnet))
+        frameworks.append(('mxnet', args.mxnet, None))
     if args.torch:
-        frameworks.append(('torch', args.torch))
+        frameworks.append(('torch', args.torch, None))
     width = 10 + 19 * (len(frameworks) - 1)
     print('%-16s %5s %3s | %-*s | %-*s' % ('net', 'batch', 'thr', width, 'train samples/s',
                                            width, 'infer samples/s'))
+    if args.rounds > 1:
+        print('(best of %d interleaved rounds per figure)' % args.rounds)
     for net in nets:
         for batch in (int(b) for b in args.batch.split(',')):
             for threads in (int(t) for t in args.threads.split(',')):
-                res = {fw: run_one(py, fw, net, batch, threads, args, ref=args.mxnet_ref)
-                       for fw, py in frameworks}
-                mine = res['ffnumba']
+                res = {}
+                for _ in range(args.rounds):
+                    for fw, py, script in frameworks:
+                        one = run_one(py, 'ffnumba' if fw == 'base' else fw, net, batch,
+                                      threads, args, ref=args.mxnet_ref, script=script)
+                        best = res.get(fw)
+                        if one is not None and (best is None or one['train'] > best['train']):
+                            res[fw] = one
+                        elif one is not None:
+                            best['infer'] = max(best['infer'], one['infer'])
+                mine = res.get('ffnumba')
                 if mine is None:
                     continue
                 cells = []
                 for mode in ('train', 'infer'):
                     cell = '%9.1f' % mine[mode]
-                    for fw, tag in (('mxnet', 'mx'), ('torch', 'pt')):
+                    for fw, tag in (('base', 'base'), ('mxnet', 'mx'), ('torch', 'pt')):
                         other = res.get(fw)
                         if other:
                             cell += ' %s %8.1f (%.2fx)' % (tag, other[mode],

@@ -18,7 +18,15 @@ volume. Two drivers cover both ops:
 ``im2col`` unrolls a chunk of ``nb`` samples of one group into a matrix
 ``col`` of shape ``(Cg*K, nb*P)`` (``P = OD*OH*OW``), so each group of each
 chunk costs one BLAS GEMM (``np.dot`` inside ``@njit``). Chunks keep ``col``
-cache-sized. All kernels are ``nogil``: two executors in two threads run in
+cache-sized. Pointwise kernels (1x1, stride 1, no pad) with one sample per
+chunk skip im2col: a sample's planes are its ``col``, and the forward, data-
+and weight-gradient GEMMs read and write the NCHW arrays themselves. The
+weight gradient of more than :data:`SMALL_DW` elements is ``dy col^T``
+straight into ``dw`` (first chunk) or added row by row, never a transposed
+accumulation out of cache. Outputs narrower than
+:data:`TABLE_MAX_OW` im2col/col2im through an offset table (one loop over
+the output plane per column row); wider ones copy row runs. All kernels
+are ``nogil``: two executors in two threads run in
 parallel. Hot copy loops index with unsigned integers, which lets LLVM drop
 numba's negative-index wraparound and vectorise them.
 
@@ -31,8 +39,9 @@ from numba import njit
 
 from ..templates import JIT
 
-__all__ = ['geometry', 'as5d', 'buffer', 'chunk_size', 'conv_forward', 'conv_backward',
-           'add_bias', 'bias_grad', 'im2col', 'col2im', 'MODES']
+__all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
+           'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
+           'col2im', 'MODES', 'TABLE_MAX_OW', 'DIRECT_MIN_COLS', 'SMALL_DW']
 
 #: ``req`` string -> kernel mode code.
 MODES = {'null': 0, 'write': 1, 'add': 2}
@@ -44,6 +53,16 @@ COL_CHUNK_ELEMS = 1 << 17
 MIN_GEMM_COLS = 512
 #: Most elements of one ``col`` chunk (16 MiB of float32).
 COL_MAX_ELEMS = 1 << 22
+#: Outputs narrower than this im2col/col2im through a per-call offset table
+#: (one loop over the whole output plane) instead of per-row runs.
+TABLE_MAX_OW = 16
+#: Largest weight gradient (elements per group) computed as ``col dy^T`` and added
+#: transposed; larger ones are ``dy col^T`` straight into ``dw`` (a transposed
+#: accumulation out of cache cost more than the GEMM).
+SMALL_DW = 1 << 16
+#: Fewest output positions a pointwise convolution needs to multiply each
+#: sample's data in place (one GEMM per sample) rather than gathered chunks.
+DIRECT_MIN_COLS = 256
 
 
 def as5d(shape):
@@ -63,13 +82,23 @@ def geometry(kernel, stride, pad, dilate, out_spatial):
             + _pad3(out_spatial, 1))
 
 
-def chunk_size(n, rows, p):
+def is_pointwise(g):
+    """Whether the :func:`geometry` tuple ``g`` is a 1x1(x1) kernel, stride 1, no pad."""
+    return tuple(g[:9]) == (1, 1, 1, 1, 1, 1, 0, 0, 0)
+
+
+def chunk_size(n, rows, p, pointwise=False):
     """Samples per chunk of a ``(rows, nb * p)`` column matrix.
 
     Cache-sized (:data:`COL_CHUNK_ELEMS`) when that still gives each GEMM at
     least :data:`MIN_GEMM_COLS` columns; otherwise as many samples as reach
-    that width, within :data:`COL_MAX_ELEMS`.
+    that width, within :data:`COL_MAX_ELEMS`. A ``pointwise`` kernel (1x1,
+    stride 1, no pad) whose plane has at least :data:`DIRECT_MIN_COLS`
+    positions runs one sample per chunk: the drivers then multiply the
+    sample's NCHW data itself, with no im2col, gather or scatter.
     """
+    if pointwise and p >= DIRECT_MIN_COLS:
+        return 1
     per_sample = max(1, rows * p)
     nb = max(COL_CHUNK_ELEMS // per_sample, -(-MIN_GEMM_COLS // max(1, p)))
     nb = min(nb, max(1, COL_MAX_ELEMS // per_sample))
@@ -116,12 +145,42 @@ def _zero(dst, start, n):
 
 
 @njit(**JIT)
-def im2col(xf, dims, n0, nb, c0, cg, g, colf):
-    """Unroll samples ``n0..n0+nb`` and channels ``c0..c0+cg`` of flat ``xf`` into ``colf``.
+def _pointwise(g):
+    """Whether ``g`` is a 1x1(x1) kernel with unit stride and no padding (col == image)."""
+    return (g[0] == 1 and g[1] == 1 and g[2] == 1 and g[3] == 1 and g[4] == 1 and g[5] == 1
+            and g[6] == 0 and g[7] == 0 and g[8] == 0)
 
-    ``colf`` is the flat ``(cg*K, nb*P)`` column matrix; ``dims`` the 5-D
-    shape of ``xf``; ``g`` the :func:`geometry` tuple.
+
+@njit(**JIT)
+def _table(dims, g):
+    """``tab[r*P + p]``: offset in one input plane read by column row ``r`` at output ``p``, or -1.
+
+    Flattens a small output plane into one loop of ``P`` gathers per column
+    row, instead of ``OH`` runs of ``OW`` elements (each with its own bounds).
     """
+    D, H, W = dims[2], dims[3], dims[4]
+    KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
+    P = OD * OH * OW
+    tab = np.empty(KD * KH * KW * P, np.int64)
+    q = 0
+    for kd in range(KD):
+        for kh in range(KH):
+            for kw in range(KW):
+                for od in range(OD):
+                    i = od * SD - PD + kd * DD
+                    for oh in range(OH):
+                        j = oh * SH - PH + kh * DH
+                        for ow in range(OW):
+                            k = ow * SW - PW + kw * DW
+                            ok = 0 <= i < D and 0 <= j < H and 0 <= k < W
+                            tab[q] = (i * H + j) * W + k if ok else -1
+                            q += 1
+    return tab
+
+
+@njit(**JIT)
+def _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf):
+    """:func:`im2col` for wide outputs: one bounds check per output row, contiguous runs."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
     P = OD * OH * OW
@@ -160,8 +219,48 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
 
 
 @njit(**JIT)
-def col2im(colf, dims, n0, nb, c0, cg, g, xf):
-    """Scatter-add the flat column matrix ``colf`` back into flat image ``xf``."""
+def im2col(xf, dims, n0, nb, c0, cg, g, colf):
+    """Unroll samples ``n0..n0+nb`` and channels ``c0..c0+cg`` of flat ``xf`` into ``colf``.
+
+    ``colf`` is the flat ``(cg*K, nb*P)`` column matrix; ``dims`` the 5-D
+    shape of ``xf``; ``g`` the :func:`geometry` tuple. Pointwise kernels copy
+    whole planes; outputs narrower than :data:`TABLE_MAX_OW` gather through
+    a :func:`_table`; wider ones copy row runs.
+    """
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
+    K = g[0] * g[1] * g[2]
+    P = g[12] * g[13] * g[14]
+    L = nb * P
+    plane = D * H * W
+    up = np.uint64(P)
+    if _pointwise(g):
+        for b in range(nb):
+            for c in range(cg):
+                us = np.uint64(((n0 + b) * C + c0 + c) * plane)
+                uq = np.uint64(c * L + b * P)
+                for i in range(up):
+                    colf[uq + i] = xf[us + i]
+        return
+    if g[14] >= TABLE_MAX_OW:
+        _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf)
+        return
+    tab = _table(dims, g)
+    z = colf.dtype.type(0)
+    for b in range(nb):
+        for c in range(cg):
+            xbase = ((n0 + b) * C + c0 + c) * plane
+            for r in range(K):
+                uq = np.uint64((c * K + r) * L + b * P)
+                ut = np.uint64(r * P)
+                for i in range(up):
+                    t = tab[ut + i]
+                    v = xf[np.uint64(xbase + max(t, 0))]
+                    colf[uq + i] = v if t >= 0 else z
+
+
+@njit(**JIT)
+def _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf):
+    """:func:`col2im` for wide outputs, row runs as in :func:`_im2col_rows`."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
     P = OD * OH * OW
@@ -187,6 +286,42 @@ def col2im(colf, dims, n0, nb, c0, cg, g, xf):
                                 ud = np.uint64(dst)
                                 for ow in range(np.uint64(wlo), np.uint64(whi)):
                                     xf[ud + ow * usw] += colf[uq + ow]
+
+
+@njit(**JIT)
+def col2im(colf, dims, n0, nb, c0, cg, g, xf):
+    """Scatter-add the flat column matrix ``colf`` back into flat image ``xf``.
+
+    Same three paths as :func:`im2col`.
+    """
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
+    K = g[0] * g[1] * g[2]
+    P = g[12] * g[13] * g[14]
+    L = nb * P
+    plane = D * H * W
+    up = np.uint64(P)
+    if _pointwise(g):
+        for b in range(nb):
+            for c in range(cg):
+                ud = np.uint64(((n0 + b) * C + c0 + c) * plane)
+                uq = np.uint64(c * L + b * P)
+                for i in range(up):
+                    xf[ud + i] += colf[uq + i]
+        return
+    if g[14] >= TABLE_MAX_OW:
+        _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf)
+        return
+    tab = _table(dims, g)
+    for b in range(nb):
+        for c in range(cg):
+            xbase = ((n0 + b) * C + c0 + c) * plane
+            for r in range(K):
+                uq = np.uint64((c * K + r) * L + b * P)
+                ut = np.uint64(r * P)
+                for i in range(up):
+                    t = tab[ut + i]
+                    if t >= 0:
+                        xf[np.uint64(xbase + t)] += colf[uq + i]
 
 
 # ---------------------------------------------------------------- gather / scatter
@@ -235,16 +370,26 @@ def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g)
     only when ``has_bias``); ``colbuf`` / ``tmpbuf``: flat scratch of at
     least ``Cg*K*nbmax*P`` / ``Fg*nbmax*P`` elements.
     """
-    N, C = dims[0], dims[1]
+    forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0])
+
+
+@njit(**JIT)
+def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nlo, nhi):
+    """:func:`conv_forward` on samples ``nlo..nhi`` only."""
+    C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
     P = y.shape[2]
-    for n0 in range(0, N, nbmax):
-        nb = min(nbmax, N - n0)
+    direct = nbmax == 1 and _pointwise(g)      # 1x1: the sample's data is its col matrix
+    for n0 in range(nlo, nhi, nbmax):
+        nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
-        col = colf.reshape((CK, nb * P))
         for j in range(G):
-            im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+            if direct:
+                col = xf[(n0 * C + j * cg) * P:(n0 * C + (j + 1) * cg) * P].reshape((cg, P))
+            else:
+                im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+                col = colf.reshape((CK, nb * P))
             if nb == 1 and not add:
                 yj = y[n0, j * Fg:(j + 1) * Fg]
                 np.dot(w3[j], col, yj)
@@ -269,17 +414,26 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
     ``mode_dw`` is set and ``dxf`` only written when ``mode_dx`` is set (pass
     any 1-element array otherwise). ``partbuf`` holds ``Fg*Cg*K`` elements.
     """
-    N, C = dims[0], dims[1]
+    backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
+                   nbmax, g, 0, dims[0])
+
+
+@njit(**JIT)
+def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
+                   nbmax, g, nlo, nhi):
+    """:func:`conv_backward` on samples ``nlo..nhi``: their ``dx`` and their part of ``dw``."""
+    C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
     P = dy.shape[2]
-    if mode_dx == 1:
-        dxf[:] = 0
-    if mode_dw == 1:
-        dw3[:] = 0
-    part = partbuf[:Fg * CK].reshape((CK, Fg))   # dw^T of one chunk: col @ dy^T is the faster GEMM
-    for n0 in range(0, N, nbmax):
-        nb = min(nbmax, N - n0)
+    direct = nbmax == 1 and _pointwise(g)      # 1x1: GEMMs on the samples' own planes
+    if mode_dx == 1 and not direct:
+        sample = C * dims[2] * dims[3] * dims[4]
+        dxf[nlo * sample:nhi * sample] = 0
+    part = partbuf[:Fg * CK].reshape((Fg, CK))     # dw of one chunk, when it is added
+    part_t = partbuf[:Fg * CK].reshape((CK, Fg))   # its transpose, for small dw
+    for n0 in range(nlo, nhi, nbmax):
+        nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
         col = colf.reshape((CK, nb * P))
         for j in range(G):
@@ -289,15 +443,40 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
                 dyt = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
                 _gather(dy, n0, nb, j * Fg, Fg, dyt)
             if mode_dw != 0:
-                im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
-                np.dot(col, dyt.T, part)
+                if direct:
+                    lo = (n0 * C + j * cg) * P
+                    colj = xf[lo:lo + cg * P].reshape((cg, P))
+                else:
+                    im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+                    colj = col
                 dwj = dw3[j]
-                for f in range(Fg):
-                    for r in range(CK):
-                        dwj[f, r] += part[r, f]
+                first = mode_dw == 1 and n0 == nlo
+                if Fg * CK <= SMALL_DW:     # cache-resident: col dy^T is the faster GEMM
+                    np.dot(colj, dyt.T, part_t)
+                    for f in range(Fg):
+                        dst = dwj[f]
+                        if first:
+                            for r in range(CK):
+                                dst[r] = part_t[r, f]
+                        else:
+                            for r in range(CK):
+                                dst[r] += part_t[r, f]
+                elif first:                 # the first chunk writes dw in place
+                    np.dot(dyt, colj.T, dwj)
+                else:
+                    np.dot(dyt, colj.T, part)
+                    for f in range(Fg):
+                        dst = dwj[f]
+                        src = part[f]
+                        for r in range(np.uint64(CK)):
+                            dst[r] += src[r]
             if mode_dx != 0:
-                np.dot(w3[j].T, dyt, col)
-                col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
+                if direct and mode_dx == 1:
+                    lo = (n0 * C + j * cg) * P
+                    np.dot(w3[j].T, dyt, dxf[lo:lo + cg * P].reshape((cg, P)))
+                else:
+                    np.dot(w3[j].T, dyt, col)
+                    col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
 
 
 @njit(**JIT)

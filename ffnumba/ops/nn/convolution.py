@@ -28,9 +28,14 @@ kernel   data                  weight                 bias        output
 
 The weight and bias shapes are inferred from the data. Implementation:
 im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
-``_im2col``); float16 is computed in float32 and cast at the edges. GPU:
-im2col + the tiled shared-memory GEMM (``_conv_gemm_cuda``, ``gemm_cuda``);
-depthwise convolutions use direct one-thread-per-element kernels (``_conv_cuda``).
+``_im2col``); 1x1 kernels with stride 1 and no pad on planes of at least
+``_im2col.DIRECT_MIN_COLS`` positions multiply each sample's NCHW planes
+directly (no im2col); depthwise convolutions run direct kernels
+(``_depthwise``). With more than one numba thread the batch is split over
+threads, each on one BLAS thread (``_conv_par``). float16 is computed in
+float32 and cast at the edges. GPU: im2col + the tiled shared-memory GEMM
+(``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use direct
+one-thread-per-element kernels (``_conv_cuda``).
 
 Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
 Chellapilla et al. (2006).
@@ -43,6 +48,7 @@ from ..registry import OpDef, assign, register_op, shape_assign
 from ..templates import f16_safe
 from . import _conv_cuda as cc
 from . import _conv_gemm_cuda as cg
+from . import _conv_par as cp
 from . import _depthwise as dwc
 from . import _im2col as ic
 
@@ -244,16 +250,19 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
 
 # ------------------------------------------------------------------ CPU compute
 
-def conv_plan(state, x5, F, G, geom, dtype):
-    """Buffers and chunk size for a conv geometry: ``(nb, colbuf, tmpbuf, partbuf)``."""
+def conv_plan(state, x5, F, G, geom, dtype, nt=1):
+    """Buffers and chunk size for a conv geometry: ``(nb, colbuf, tmpbuf, partbuf)``.
+
+    ``nt`` threads (each on ``N / nt`` samples) get ``nt`` times the scratch.
+    """
     N, C = x5[0], x5[1]
     K = geom[0] * geom[1] * geom[2]
     P = geom[12] * geom[13] * geom[14]
     rows = C // G * K
-    nb = ic.chunk_size(N, rows, P)
-    colbuf = ic.buffer(state, 'col', rows * nb * P, dtype)
-    tmpbuf = ic.buffer(state, 'tmp', F // G * nb * P, dtype)
-    partbuf = ic.buffer(state, 'part', F // G * rows, dtype)
+    nb = ic.chunk_size(-(-N // nt), rows, P, ic.is_pointwise(geom))
+    colbuf = ic.buffer(state, 'col', nt * rows * nb * P, dtype)
+    tmpbuf = ic.buffer(state, 'tmp', nt * F // G * nb * P, dtype)
+    partbuf = ic.buffer(state, 'part', nt * F // G * rows, dtype)
     return nb, colbuf, tmpbuf, partbuf
 
 
@@ -297,10 +306,16 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
                        w2[:, 0] if p.no_bias else inputs[2], not p.no_bias, geom)
         return
     state = ctx.state if ctx is not None else None
-    nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype)
+    nt = cp.split_threads(x5[0])
+    nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     b = w.reshape(-1) if p.no_bias else inputs[2]
-    ic.conv_forward(x.reshape(-1), x5, w.reshape(G, F // G, -1), y.reshape(y.shape[0], F, -1),
-                    False, b, not p.no_bias, colbuf, tmpbuf, nb, geom)
+    args = (x.reshape(-1), x5, w.reshape(G, F // G, -1), y.reshape(y.shape[0], F, -1),
+            False, b, not p.no_bias, colbuf, tmpbuf, nb, geom)
+    if nt == 1:
+        ic.conv_forward(*args)
+        return
+    with cp.serial_blas():
+        cp.conv_forward_par(*args, nt)
 
 
 @f16_safe
@@ -325,13 +340,19 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
             ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
         return
     state = ctx.state if ctx is not None else None
-    nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype)
+    nt = cp.split_threads(x5[0])
+    nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     w3 = w.reshape(G, F // G, -1)
     if mode_dx or mode_dw:
         dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
         dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
-        ic.conv_backward(x.reshape(-1), x5, w3, dy3, dx, dw, mode_dx, mode_dw,
-                         colbuf, tmpbuf, partbuf, nb, geom)
+        args = (x.reshape(-1), x5, w3, dy3, dx, dw, mode_dx, mode_dw, colbuf, tmpbuf, partbuf)
+        if nt == 1:
+            ic.conv_backward(*args, nb, geom)
+        else:
+            dwparts = ic.buffer(state, 'dwparts', nt * w3.size, x.dtype)
+            with cp.serial_blas():
+                cp.conv_backward_par(*args, dwparts.reshape((nt,) + w3.shape), nb, geom, nt)
     if not p.no_bias and req[2] != 'null':
         ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
 

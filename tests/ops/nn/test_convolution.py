@@ -304,3 +304,129 @@ def gpu_matches_cpu(op_name, p, shapes, monkeypatch, head_seed=7):
 ])
 def test_gpu_kernels_match_cpu(p, data, monkeypatch):
     gpu_matches_cpu('Convolution', p, [data], monkeypatch)
+
+
+@st.composite
+def _col_case(draw):
+    """A valid 1-3-D conv geometry for the im2col/col2im path comparison."""
+    nd = draw(st.integers(1, 3))
+    spatial, k, s, p, d = [], [], [], [], []
+    for _ in range(nd):
+        i, kk, ss, pp, dd = draw(fst.conv_geometry(max_input=7, max_kernel=3, max_pad=2))
+        if dd * (kk - 1) + 1 > i + 2 * pp:
+            kk, dd = 1, 1
+        spatial.append(i)
+        k.append(kk)
+        s.append(ss)
+        p.append(pp)
+        d.append(dd)
+    return tuple(spatial), tuple(k), tuple(s), tuple(p), tuple(d), draw(st.integers(1, 3))
+
+
+@given(case=_col_case())
+def test_im2col_table_path_matches_row_path(case):
+    """Narrow outputs gather through an offset table; it equals the per-row-run kernels."""
+    from ffnumba.ops.nn.convolution import conv_output_size
+    from ffnumba.ops.nn import _im2col as ic
+    spatial, k, s, p, d, nb = case
+    out = tuple(conv_output_size(*a) for a in zip(spatial, k, s, p, d))
+    g = ic.geometry(k, s, p, d, out)
+    x = np.random.default_rng(3).uniform(-1, 1, (nb + 1, 3) + spatial)
+    dims = ic.as5d(x.shape)
+    rows = 2 * int(np.prod(k)) * nb * int(np.prod(out))
+    got, want = np.full(rows, 7.0), np.full(rows, 9.0)
+    ic.im2col(x.reshape(-1), dims, 1, nb, 1, 2, g, got)
+    ic._im2col_rows(x.reshape(-1), dims, 1, nb, 1, 2, g, want)
+    np.testing.assert_array_equal(got, want)
+    dx_got, dx_want = np.ones(x.size), np.ones(x.size)
+    ic.col2im(want, dims, 1, nb, 1, 2, g, dx_got)
+    ic._col2im_rows(want, dims, 1, nb, 1, 2, g, dx_want)
+    np.testing.assert_allclose(dx_got, dx_want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize('p, data', [
+    (dict(kernel=(3, 3), num_filter=3, pad=(1, 1), stride=(1, 2)), (3, 2, 5, 37)),  # row runs
+    (dict(kernel=(1, 1), num_filter=3), (3, 4, 16, 17)),          # pointwise, one GEMM a sample
+    (dict(kernel=(1, 1), num_filter=4, num_group=2, no_bias=True), (3, 4, 16, 16)),
+    (dict(kernel=(1, 1), num_filter=3), (5, 4, 3, 3)),            # pointwise, gathered chunk
+    (dict(kernel=(1,), num_filter=2, stride=(2,)), (2, 3, 9)),    # strided 1x1: table
+    (dict(kernel=(3, 3), num_filter=64, pad=(1, 1)), (3, 128, 4, 4)),   # dw > SMALL_DW
+])
+@pytest.mark.parametrize('req', ['write', 'add'])
+def test_wide_and_pointwise_paths_match_reference(p, data, req):
+    """Wide planes (row runs) and 1x1 kernels (no im2col) against the numpy reference."""
+    rng = np.random.default_rng(4)
+    op = get_op('Convolution')
+    params = op.parse_params(p)
+    ins, outs, _ = op.infer_shape(params, [data] + [None] * (1 if p.get('no_bias') else 2), [])
+    vals = [rng.uniform(-1, 1, s) for s in ins]
+    head = rng.uniform(-1, 1, outs[0])
+    y = np.empty(outs[0])
+    op.forward['cpu'](_ctx(), params, vals, [y], [])
+    np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
+    init = [rng.uniform(-1, 1, s) for s in ins]
+    grads = [a.copy() for a in init]
+    op.backward['cpu'](_ctx(), params, [head], vals, [y], grads, [req] * len(ins), [])
+    exp = conv_backward(vals[0], vals[1], head, p['kernel'], p.get('stride', ()),
+                        p.get('pad', ()), (), p.get('num_group', 1))
+    for g, i, e in zip(grads, init, exp):
+        np.testing.assert_allclose(g, e + (i if req == 'add' else 0), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize('kernel, pad, groups, data', [
+    ((3, 3), (1, 1), 1, (5, 4, 6, 5)),
+    ((1, 1), (0, 0), 2, (4, 4, 16, 16)),     # pointwise: GEMMs on the planes themselves
+    ((2,), (1,), 2, (7, 4, 9)),
+])
+@pytest.mark.parametrize('nt', [2, 3])
+def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
+    """The batch split over nt threads (each with its own scratch and partial dw) = serial."""
+    from ffnumba.ops.nn import _conv_par as cp, _im2col as ic
+    from ffnumba.ops.nn.convolution import conv_output_size, conv_plan
+    rng = np.random.default_rng(8)
+    F, C = 4, data[1]
+    out = tuple(conv_output_size(i, k, 1, q, 1) for i, k, q in zip(data[2:], kernel, pad))
+    g = ic.geometry(kernel, (), pad, (), out)
+    x5 = ic.as5d(data)
+    x = rng.uniform(-1, 1, data)
+    w3 = rng.uniform(-1, 1, (groups, F // groups, C // groups * int(np.prod(kernel))))
+    b = rng.uniform(-1, 1, F)
+    dy = rng.uniform(-1, 1, (data[0], F, int(np.prod(out))))
+    nb, col, tmp, part = conv_plan({}, x5, F, groups, g, x.dtype, nt)
+    nb1, col1, tmp1, part1 = conv_plan({}, x5, F, groups, g, x.dtype)
+    y_par, y_ser = np.empty(dy.shape), np.empty(dy.shape)
+    cp.conv_forward_par(x.reshape(-1), x5, w3, y_par, False, b, True, col, tmp, nb, g, nt)
+    ic.conv_forward(x.reshape(-1), x5, w3, y_ser, False, b, True, col1, tmp1, nb1, g)
+    np.testing.assert_allclose(y_par, y_ser, rtol=1e-12, atol=1e-12)
+    for mode in (1, 2):
+        init_x, init_w = rng.uniform(-1, 1, x.size), rng.uniform(-1, 1, w3.shape)
+        dx_par, dw_par, dx_ser, dw_ser = init_x.copy(), init_w.copy(), init_x.copy(), init_w.copy()
+        parts = np.full((nt,) + w3.shape, np.nan)
+        cp.conv_backward_par(x.reshape(-1), x5, w3, dy, dx_par, dw_par, mode, mode, col, tmp,
+                             part, parts, nb, g, nt)
+        ic.conv_backward(x.reshape(-1), x5, w3, dy, dx_ser, dw_ser, mode, mode, col1, tmp1,
+                         part1, nb1, g)
+        np.testing.assert_allclose(dx_par, dx_ser, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(dw_par, dw_ser, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('threads', [1, 2])
+def test_one_and_two_numba_threads_match_reference(threads):
+    """The op's serial (one thread) and batch-split (two threads) paths against numpy."""
+    import numba
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip('numba was started with fewer threads')
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        p = dict(kernel=(3, 3), num_filter=3, pad=(1, 1), stride=(2, 1))
+        rng = np.random.default_rng(9)
+        vals = [rng.uniform(-1, 1, s) for s in ((5, 2, 7, 6), (3, 2, 3, 3), (3,))]
+        head = rng.uniform(-1, 1, (5, 3, 4, 6))
+        y, grads = _run('Convolution', p, vals, head)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
+    exp = conv_backward(vals[0], vals[1], head, (3, 3), (2, 1), (1, 1), (), 1)
+    for g, e in zip(grads, exp):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)

@@ -292,3 +292,72 @@ def test_pad_and_stride_longer_than_kernel_use_leading_entries():
     with pytest.raises(ParamError):
         ff.nd.Pooling(x, kernel=2, stride=2, pad=(1, 1, 1), pool_type='max',
                       pooling_convention='same')
+
+
+@given(spatial=st.lists(st.integers(1, 7), min_size=1, max_size=3), k=st.integers(1, 3),
+       s=st.integers(1, 3), q=st.integers(0, 2), conv=st.sampled_from(['valid', 'full']),
+       ties=st.booleans())
+def test_max_table_forward_matches_row_sweeps(spatial, k, s, q, conv, ties):
+    """Narrow outputs max-pool forward through an offset table; it equals the row sweeps."""
+    from ffnumba.ops.nn import pooling as pl
+    nd = len(spatial)
+    k = min(k, min(spatial) + 2 * q)
+    p = dict(kernel=(k,) * nd, stride=(s,) * nd, pad=(q,) * nd, pooling_convention=conv)
+    params = get_op('Pooling').parse_params(p)
+    data = (2, 3) + tuple(spatial)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [])
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 3, data).astype(float) if ties else rng.uniform(-1, 1, data)
+    x.flat[0] = np.nan
+    g = pl._geom(params, data, outs[0])
+    dims = pl.as5d(data)
+    want, got = np.empty(outs[0]), np.empty(outs[0])
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    pl._max_fwd_table(x.reshape(-1), got.reshape(-1), dims, pl._table_geom(g), -np.inf)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize('data', [(2, 3, 20, 35), (2, 3, 6, 5),
+                                  (4, 8, 32, 33), (16, 16, 16, 9)])   # >= PAR_MIN_SIZE: prange
+@pytest.mark.parametrize('pool_type', ['max', 'avg'])
+def test_pooling_wide_narrow_and_split_match_reference(data, pool_type):
+    """Row sweeps (wide outputs), the max table (narrow), serial and plane-split, vs numpy."""
+    p = dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type=pool_type)
+    x = np.random.default_rng(6).uniform(-1, 1, data)
+    head = np.random.default_rng(7).uniform(-1, 1, data)
+    y, dx = _run(p, x, head)
+    ry, rdx = _ref(p, x, head)
+    np.testing.assert_allclose(y, ry, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dx, rdx, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('pool_type', ['max', 'avg', 'lp'])
+@pytest.mark.parametrize('data', [(3, 5, 6, 7), (2, 3, 20, 18)])
+@pytest.mark.parametrize('write', [True, False])
+def test_plane_split_kernels_match_serial(pool_type, data, write):
+    """The kernels on nt ranges of the N*C planes (prange) equal one serial pass."""
+    from ffnumba.ops.nn import pooling as pl
+    p = dict(kernel=(3, 3), stride=(2, 1), pad=(1, 1), pool_type=pool_type, p_value=2)
+    params = get_op('Pooling').parse_params(p)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [])
+    rng = np.random.default_rng(10)
+    x, dy = rng.uniform(-1, 1, data), rng.uniform(-1, 1, outs[0])
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    mode, include, pv = pl._modes(params)
+    y1, y3 = np.empty(outs[0]), np.empty(outs[0])
+    pl._pool_fwd(x.reshape(-1), y1.reshape(-1), dims, g, mode, include, pv, -np.inf)
+    pl._pool_fwd_par(x.reshape(-1), y3.reshape(-1), dims, g, mode, include, pv, -np.inf, 3)
+    np.testing.assert_array_equal(y1, y3)
+    if mode == 0:
+        pl._max_fwd_table_par(x.reshape(-1), y3.reshape(-1), dims, pl._table_geom(g),
+                              -np.inf, 3)
+        np.testing.assert_array_equal(y1, y3)
+    dx1, dx3 = np.ones(data), np.ones(data)
+    if mode == 0:
+        pl._max_bwd(x.reshape(-1), dy.reshape(-1), dx1.reshape(-1), dims, g, write)
+        pl._max_bwd_par(x.reshape(-1), dy.reshape(-1), dx3.reshape(-1), dims, g, write, 3)
+    else:
+        args = (x.reshape(-1), y1.reshape(-1), dy.reshape(-1))
+        pl._pool_bwd(*args, dx1.reshape(-1), dims, g, mode, include, pv, write)
+        pl._pool_bwd_par(*args, dx3.reshape(-1), dims, g, mode, include, pv, write, 3)
+    np.testing.assert_allclose(dx1, dx3, rtol=1e-13, atol=1e-13)
