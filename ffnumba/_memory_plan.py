@@ -87,25 +87,11 @@ def node_reads(node):
     return ins, ous
 
 
-# Operators whose gradient is zero whatever the head gradient (MXNet registers
-# ``MakeZeroGradNodes`` for them): their head gradients are never read, so
-# ``backward`` ignores whatever is passed for them (any shape) or its absence.
-_CMP = ('equal', 'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal',
-        'logical_and', 'logical_or', 'logical_xor')
-_ZERO_GRAD_OPS = frozenset(
-    ['argmax', 'argmin', 'argmax_channel', 'argsort', 'shape_array', 'size_array', 'zeros_like',
-     'ones_like', 'one_hot', 'logical_not'] + ['_' + c for c in _CMP]
-    + ['_%s_scalar' % c for c in _CMP] + ['broadcast_' + c for c in _CMP])
-
-
 def zero_gradient(node):
-    """True when ``node``'s backward never reads its head gradient."""
-    op = node.op
-    if op is None:
-        return False
-    if op.name == 'topk':
-        return getattr(node.params, 'ret_typ', 'indices') in ('indices', 'mask')
-    return op.name in _ZERO_GRAD_OPS
+    """True when ``node``'s backward never reads its head gradient: its gradient is zero
+    whatever the head gradient (``OpDef.zero_gradient``, MXNet's ``MakeZeroGradNodes``), so
+    ``backward`` ignores whatever is passed for such a head (any shape) or its absence."""
+    return node.op is not None and node.op.has_zero_gradient(node.params)
 
 
 def plan_gradients(view, var_reqs, keep_all=False):

@@ -212,3 +212,83 @@ def test_op_params_records_are_made_only_by_params_parse():
     hand_made = [str(f.relative_to(root)) for f in root.rglob('*.py')
                  if 'object.__new__(' in f.read_text() and f.name != 'params.py']
     assert hand_made == []
+
+
+
+def _named_strings(path, names):
+    """``(line, string)`` of each string literal in a module's code (docstrings left out)
+    that is among ``names`` and is compared (``==``, ``in``) or held in a list, tuple, set
+    or dict literal, plus each one that spells a family of op names (``'_scalar'``,
+    ``'broadcast_'``) wherever it stands."""
+    import ast
+    tree = ast.parse(open(path).read())
+    docs, held = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docs.add(id(body[0].value))
+        if isinstance(node, (ast.Compare, ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            held.update(id(n) for n in ast.walk(node))
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+            and ((n.value in names and id(n) in held)
+                 or '_scalar' in n.value or 'broadcast_' in n.value)]
+
+
+@pytest.mark.parametrize('module', ['_memory_plan', '_executor_bind', '_executor_run',
+                                    'executor'])
+def test_executor_keeps_no_list_of_operators(module):
+    """What an operator's backward reads and whether its gradient is zero are declared on
+    its ``OpDef`` (``backward_reads``, ``passes_gradient``, ``zero_gradient``): the memory
+    plan and the executor compare against no operator name, nor a param name that such a
+    declaration depends on (``topk``'s ``ret_typ``), and keep no list of them."""
+    import importlib
+    from ffnumba.ops.registry import get_op, list_ops
+    ops = set(list_ops(include_aliases=True))
+    # the params that a declaration depends on (those of callable declarations)
+    names = ops | {f for n in ops for f in get_op(n).params._fields
+                   if callable(get_op(n).zero_gradient) or callable(get_op(n).backward_reads)}
+    path = importlib.import_module('ffnumba.' + module).__file__
+    found = _named_strings(path, names)
+    assert not found, '%s names operators or their params: %s' % (module, found)
+
+
+def test_memory_plan_reads_zero_gradient_from_the_registry():
+    """``_memory_plan.zero_gradient`` follows each op's ``OpDef.zero_gradient``, a callable
+    of the params included, and the executor then ignores such a head's gradient."""
+    from ffnumba._memory_plan import zero_gradient
+    from ffnumba.ops.registry import OpDef, register_op, same_shape, list_ops
+    from ffnumba.ops.params import Field, Params
+    from ffnumba.symbol.graph import Node
+
+    class FlagParam(Params):
+        flag = Field(bool, False, 'Zero gradient.')
+
+    def fwd(ctx, p, ins, outs, aux):
+        outs[0][...] = 0
+
+    def bwd(ctx, p, og, ins, outs, ig, req, aux):
+        if req[0] == 'write':
+            ig[0][...] = 0 if p.flag else og[0]
+
+    if '_test_zg_home' not in list_ops():
+        register_op(OpDef(name='_test_zg_home', arguments=['data'], infer_shape=same_shape,
+                          forward={'cpu': fwd}, backward={'cpu': bwd}, params=FlagParam,
+                          zero_gradient=lambda p: p.flag))
+    op = ff.ops.get_op('_test_zg_home')
+    assert [zero_gradient(Node(op, 'n', op.parse_params(dict(flag=f))))
+            for f in (True, False)] == [True, False]
+    for flag in (True, False):
+        s = ff.sym._test_zg_home(ff.sym.var('data'), flag=flag)
+        exe = s.simple_bind(ff.cpu(), data=(2, 3))
+        exe.forward(is_train=True)
+        if flag:                          # no head gradient needed; a wrong shape is ignored
+            exe.backward()
+            exe.backward(ff.nd.ones((7,)))
+            assert exe.grad_dict['data'].asnumpy().tolist() == [[0] * 3] * 2
+        else:
+            with pytest.raises(ff.base.FFError):
+                exe.backward()
+            exe.backward(ff.nd.ones((2, 3)))
+            assert exe.grad_dict['data'].asnumpy().tolist() == [[1] * 3] * 2

@@ -154,6 +154,16 @@ class OpDef:
     passes_gradient : bool, default True
         False for an op whose inputs get no gradient (``BlockGrad``): the
         executor runs no backward through it, nor above it on its account.
+    zero_gradient : bool or callable(p) -> bool, default False
+        True for an op whose gradient is zero whatever the head gradient
+        (MXNet registers ``MakeZeroGradNodes`` for it: ``argmax``, the
+        comparisons, ``zeros_like``; ``topk`` only for ``ret_typ`` ``'indices'``
+        or ``'mask'``, hence the callable of the params). Its backward never
+        reads its head gradient, so ``Executor.backward`` ignores whatever is
+        passed for such a head (any shape) or its absence. Read it through
+        :meth:`has_zero_gradient`; each declaration is checked by
+        ``OpCase.test_zero_gradient`` (backward with random head gradients
+        writes zeros).
     """
 
     name: str
@@ -175,6 +185,7 @@ class OpDef:
     float_only: object = False
     backward_reads: tuple = ('inputs', 'outputs')
     passes_gradient: bool = True
+    zero_gradient: object = False
 
     def __post_init__(self):
         self.list_arguments = _as_fn(self.arguments)
@@ -192,6 +203,12 @@ class OpDef:
             # a kernel template that knows what it reads (templates.make_unary) says so
             self.backward_reads = getattr(self.backward.get('cpu'), 'backward_reads',
                                           self.backward_reads)
+
+    def has_zero_gradient(self, p):
+        """True when, with params ``p``, the gradient is zero whatever the head gradient
+        (see ``zero_gradient``)."""
+        zg = self.zero_gradient
+        return bool(zg(p)) if callable(zg) else zg
 
     def parse_params(self, kwargs):
         """Typed params from user kwargs or JSON attr strings."""
@@ -251,7 +268,10 @@ def register_op(op):
     FFError
         On a duplicate name, a param without a doc line, a device with a
         forward but no backward, or an ``infer_shape`` that does not take
-        exactly the four positional parameters of :data:`INFER_SHAPE_ARGS`.
+        exactly the four positional parameters of :data:`INFER_SHAPE_ARGS`,
+        a ``zero_gradient`` that is neither a bool nor a callable of one
+        parameter ``(p)``, or one declared on a loss op or an op that passes
+        no gradient (those make, or stop, their gradient themselves).
     """
     names = (op.name,) + tuple(op.aliases)
     for n in names:
@@ -281,6 +301,14 @@ def register_op(op):
             raise FFError("register_op: %s backward_reads must name 'inputs', 'outputs' or "
                           'arguments and outputs of the op (%s). Received: %r'
                           % (op.name, sorted(known), op.backward_reads))
+    zg = op.zero_gradient
+    if not (isinstance(zg, bool) or (callable(zg) and _positional_arity(zg) == 1)):
+        raise FFError('register_op: %s zero_gradient must be a bool or a callable (p) -> bool. '
+                      'Received: %r' % (op.name, zg))
+    if zg is not False and (op.is_loss or not op.passes_gradient):
+        raise FFError('register_op: %s declares zero_gradient but is a loss op or passes no '
+                      'gradient (is_loss=%r, passes_gradient=%r)'
+                      % (op.name, op.is_loss, op.passes_gradient))
     for cname in {op.variadic, 'num_args', 'num_outputs'} - {None}:
         count = op.params._fields.get(cname)
         if count is not None and count.kind is int and count.high is None:

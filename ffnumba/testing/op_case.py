@@ -18,6 +18,10 @@ class then provides, per case:
 ``test_backward_reads`` (ops that declare ``OpDef.backward_reads``)
     Backward with the inputs and outputs the declaration calls unread
     overwritten by garbage gives the same gradients, for every table case.
+``test_zero_gradient`` (ops that declare ``OpDef.zero_gradient``)
+    For every table case whose params the declaration covers, the op's
+    backward given random head gradients writes zeros (``'write'``) and
+    adds nothing (``'add'``) to every input gradient.
 ``test_gpu_consistency`` (marked ``gpu``; only for ops with GPU kernels)
     The GPU kernels agree with the CPU ones (run under numba's CUDA
     simulator where there is no GPU).
@@ -41,7 +45,7 @@ from ..context import cpu, gpu
 from ..ops.registry import get_op
 from .gradcheck import (assert_almost_equal, bind_numpy, check_numeric_gradient,
                         check_consistency)
-from .reads import check_backward_reads
+from .reads import check_backward_reads, check_zero_gradient
 
 __all__ = ['OpCase']
 
@@ -97,6 +101,12 @@ class OpCase:
         if cls.op is not None and (cls.nondifferentiable
                                    or get_op(cls.op).backward_reads == ('inputs', 'outputs')):
             cls.test_backward_reads = None   # nothing declared (the default): nothing to check
+        if cls.op is not None and (get_op(cls.op).zero_gradient is False
+                                   or not cls()._zero_gradient_cases()):
+            # nothing declared, or no table case has params it covers (topk, ret_typ='value')
+            cls.test_zero_gradient = None
+        elif cls.op is not None and cls.test_zero_gradient is None:     # a parent's op had none
+            cls.test_zero_gradient = OpCase.test_zero_gradient
         if cls.nondifferentiable:
             cls.test_gradient = None
         elif 'test_gradient' not in vars(cls):
@@ -235,6 +245,20 @@ class OpCase:
             check_backward_reads(s, loc, aux, op_name=get_op(self.op).name,
                                  is_train=self.is_train, grad_nodes=self.grad_nodes,
                                  head_grads=self._loss_fn(p) is None)
+
+    def _zero_gradient_cases(self):
+        """The table cases whose params ``OpDef.zero_gradient`` covers."""
+        opdef = get_op(self.op)
+        return [(p, shapes) for p, shapes in self._all_cases()
+                if opdef.has_zero_gradient(opdef.parse_params(p))]
+
+    def test_zero_gradient(self):
+        """The op's ``zero_gradient`` is true: random head gradients give zero input
+        gradients (see :func:`ffnumba.testing.reads.check_zero_gradient`)."""
+        for p, shapes in self._zero_gradient_cases():
+            s, loc, aux, _ = self._setup(p, shapes)
+            check_zero_gradient(s, loc, aux, op_name=self.op, is_train=self.is_train,
+                                grad_nodes=self.grad_nodes)
 
     @pytest.mark.gpu
     def test_gpu_consistency(self):

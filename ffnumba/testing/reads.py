@@ -7,6 +7,10 @@ overwrites the inputs and outputs the declaration calls unread with garbage
 (NaN; a large value in integer arrays) and runs it again: the gradients must
 not change. :func:`probe_backward_reads` garbles one value at a time and
 names those that change them (to find what to declare).
+
+:func:`check_zero_gradient` checks ``OpDef.zero_gradient`` (the executor
+never passes such an op its head gradients): the op's backward, called with
+random head gradients, writes zeros to every input gradient and adds nothing.
 """
 import numpy as np
 
@@ -14,7 +18,7 @@ from .. import ndarray as nd
 from .._memory_plan import node_reads
 from .gradcheck import bind_numpy
 
-__all__ = ['check_backward_reads', 'probe_backward_reads']
+__all__ = ['check_backward_reads', 'probe_backward_reads', 'check_zero_gradient']
 
 
 def _garble(arr):
@@ -136,3 +140,66 @@ def probe_backward_reads(sym, location, aux_states=None, op_name=None, is_train=
         if any(not _same(before[n], after[n]) for n in before):
             found.append(name)
     return found
+
+
+def check_zero_gradient(sym, location, aux_states=None, op_name=None, is_train=True,
+                        grad_nodes=None):
+    """Assert that ``op_name``'s backward in ``sym`` gives zero input gradients whatever
+    its head gradients (what its ``OpDef.zero_gradient`` declares).
+
+    The executor hands such an op shared zero head gradients, so this calls the
+    op's backward kernel itself, on the forward values of a bound executor, with
+    random head gradients: ``'write'`` must make every input gradient zero and
+    ``'add'`` must leave it as it was (both start as random values).
+
+    Parameters
+    ----------
+    sym : Symbol
+        A graph with at least one running backward of the op.
+    location, aux_states : dict
+        Values of the arguments and auxiliary states (bound as float64).
+    op_name : str
+        Registry name of the op under test.
+    is_train : bool
+        Mode of the forward.
+    grad_nodes : list of str, optional
+        Arguments that get gradients (default: all).
+
+    Raises
+    ------
+    AssertionError
+        Naming the op, the request and the input whose gradient is not zero (or
+        unchanged), or when the op does not declare a zero gradient for its params.
+    """
+    from ..ops.registry import get_op
+    name = get_op(op_name).name
+    nodes = list(grad_nodes or sym.list_arguments())
+    exe = bind_numpy(sym, location, aux_states, grad_req={n: 'write' for n in nodes},
+                     dtype='float64')
+    exe.forward(is_train=is_train)
+    view = exe._view
+    recs = [r for r in exe._bwd_plan if view.nodes[r.nid].op.name == name]
+    assert recs, '%s: no backward of %s runs in %s' % (name, name, sym.name)
+    rng = np.random.default_rng(11)
+    for r in recs:
+        node = view.nodes[r.nid]
+        assert node.op.has_zero_gradient(node.params), \
+            '%s does not declare zero_gradient for params %s' % (name, node.params)
+        heads = [rng.standard_normal(np.shape(g)).astype(np.asarray(g).dtype)
+                 for g in r.ograds]
+        got = [i for i, g in enumerate(r.igrads) if g is not None]
+        assert got, '%s: no input gradient is computed' % name
+        for req in ('write', 'add'):
+            init = [None if g is None else rng.standard_normal(np.shape(g)).astype(
+                np.asarray(g).dtype) for g in r.igrads]
+            igrads = [None if g is None else g.copy() for g in init]
+            reqs = [req if g is not None else 'null' for g in init]
+            r.bwd(r.ctx, r.p, heads, r.ins, r.outs, igrads, reqs, r.aux)
+            for i in got:
+                want = np.zeros_like(init[i]) if req == 'write' else init[i]
+                if not np.array_equal(igrads[i], want):
+                    raise AssertionError(
+                        '%s declares zero_gradient, but with random head gradients and '
+                        "req=%r the gradient of input %d (%s) is %s, not %s"
+                        % (name, req, i, node.arg_names()[i], igrads[i],
+                           'zero' if req == 'write' else 'unchanged'))

@@ -151,8 +151,8 @@ def test_param_errors_name_op_field_and_value():
     assert a == b and a.kernel == (3, 3) and a.no_bias is True
 
 
-def _checked_reads():
-    """Ops whose ``backward_reads`` some collected OpCase checks (a differentiable case)."""
+def _checked_by(test, cases='_all_cases'):
+    """Ops with a collected OpCase whose generated ``test`` runs (on some of ``cases``)."""
     from ffnumba.testing import OpCase
     _opcase_ops()
     found, todo = set(), list(OpCase.__subclasses__())
@@ -160,9 +160,14 @@ def _checked_reads():
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
         if cls.op is not None and cls.__name__.startswith('Test') and \
-                callable(cls.test_backward_reads) and cls()._all_cases():
+                callable(getattr(cls, test)) and getattr(cls(), cases)():
             found.add(get_op(cls.op).name)
     return found
+
+
+def _checked_reads():
+    """Ops whose ``backward_reads`` some collected OpCase checks (a differentiable case)."""
+    return _checked_by('test_backward_reads')
 
 
 def test_every_backward_reads_declaration_is_checked():
@@ -185,3 +190,37 @@ def test_every_backward_reads_declaration_is_checked():
             zero.add(n)
     missing = sorted(set(declared) - _checked_reads() - zero)
     assert not missing, 'backward_reads declared but never checked: %s' % missing
+
+
+def test_every_zero_gradient_declaration_is_checked():
+    """Each op that declares ``zero_gradient`` (the executor then never passes it head
+    gradients) has an OpCase whose ``test_zero_gradient`` runs its backward with random head
+    gradients and finds every input gradient zero; the declared set is MXNet's
+    ``MakeZeroGradNodes`` ops that ffnumba registers."""
+    declared = [n for n in _real(list_ops()) if get_op(n).zero_gradient is not False]
+    checked = _checked_by('test_zero_gradient', '_zero_gradient_cases')
+    missing = sorted(set(declared) - checked)
+    assert not missing, 'zero_gradient declared but never checked: %s' % missing
+    cmp = ['equal', 'not_equal', 'greater', 'greater_equal', 'lesser', 'lesser_equal']
+    assert sorted(declared) == sorted(
+        ['argmax', 'argmin', 'argmax_channel', 'argsort', 'topk', 'shape_array', 'size_array',
+         'zeros_like', 'ones_like', 'one_hot', 'logical_not']
+        + ['_' + c for c in cmp] + ['_%s_scalar' % c for c in cmp]
+        + ['broadcast_' + c for c in cmp + ['logical_and', 'logical_or', 'logical_xor']])
+    topk = get_op('topk')
+    assert [topk.has_zero_gradient(topk.parse_params(dict(ret_typ=r)))
+            for r in ('indices', 'mask', 'value', 'both')] == [True, True, False, False]
+
+
+def test_zero_gradient_declaration_is_validated():
+    kw = dict(arguments=['data'], infer_shape=same_shape, forward={'cpu': _fwd},
+              backward={'cpu': _bwd})
+    for i, bad in enumerate(('yes', 1, lambda: True, lambda p, q: True)):
+        with pytest.raises(FFError, match='zero_gradient must be a bool or a callable'):
+            register_op(OpDef(name='_test_reg_zg%d' % i, zero_gradient=bad, **kw))
+    with pytest.raises(FFError, match='declares zero_gradient but is a loss op'):
+        register_op(OpDef(name='_test_reg_zgloss', zero_gradient=True, is_loss=True, **kw))
+    with pytest.raises(FFError, match='passes no gradient'):
+        register_op(OpDef(name='_test_reg_zgblock', zero_gradient=True, passes_gradient=False,
+                          **kw))
+    assert not [n for n in list_ops() if n.startswith('_test_reg_zg')]

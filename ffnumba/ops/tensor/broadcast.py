@@ -112,6 +112,7 @@ for _name, (_f, _da, _db, _aliases, _summary) in BROADCAST.items():
         name=_name,
         aliases=_aliases,
         backward_reads=BROADCAST_READS.get(_name, ('lhs', 'rhs')),
+        zero_gradient=_da is _zero and _db is _zero,    # the comparisons (MakeZeroGradNodes)
         arguments=['lhs', 'rhs'],
         infer_shape=_infer_shape,
         forward=_fwd,

@@ -107,6 +107,7 @@ for _name, (_f, _da, _db, _aliases, _summary) in BROADCAST_EXT.items():
     register_op(OpDef(
         name=_name, aliases=_aliases, arguments=['lhs', 'rhs'], infer_shape=_broadcast_shape,
         forward=_fwd, backward=_bwd,
+        zero_gradient=_da is _zero2 and _db is _zero2,     # logical_* (MakeZeroGradNodes)
         doc='%s\n\nSee the table in ``ffnumba.ops.tensor.broadcast_ext``.\n' % _summary,
         input_docs={'lhs': 'First input.', 'rhs': 'Second input.'}))
 

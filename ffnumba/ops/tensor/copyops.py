@@ -258,7 +258,7 @@ def _make_meta(name, value_of, doc):
 
     register_op(OpDef(name=name, arguments=['data'], infer_shape=infer, infer_type=_int64_out,
                       forward={'cpu': forward, 'gpu': forward},
-                      backward={'cpu': backward, 'gpu': backward},
+                      backward={'cpu': backward, 'gpu': backward}, zero_gradient=True,
                       doc=doc, input_docs={'data': 'Input array.'}))
 
 

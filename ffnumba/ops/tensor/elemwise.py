@@ -479,7 +479,7 @@ CONSTANT_DERIVATIVE = ('elemwise_add', 'elemwise_sub', '_plus_scalar', '_minus_s
                        '_rminus_scalar', '_mul_scalar', '_div_scalar', '_mod_scalar')
 
 
-def _register_binary(name, f, dfa, dfb, hint, aliases):
+def _register_binary(name, f, dfa, dfb, hint, aliases, zero_gradient=False):
     fwd, bwd = make_binary(f, dfa, dfb)
     zero = dfa is _zero2 and dfb is _zero2
     if name in FLOAT64_COMPUTE:
@@ -488,10 +488,10 @@ def _register_binary(name, f, dfa, dfb, hint, aliases):
                       forward=fwd, backward=bwd, aliases=aliases, hint=hint,
                       backward_reads=(() if zero or name in CONSTANT_DERIVATIVE
                                       else ('lhs', 'rhs')),
-                      doc=__doc__, input_docs=_BIN_DOCS))
+                      zero_gradient=zero_gradient, doc=__doc__, input_docs=_BIN_DOCS))
 
 
-def _register_scalar(name, f, df, uses, hint, aliases):
+def _register_scalar(name, f, df, uses, hint, aliases, zero_gradient=False):
     fwd, bwd = make_unary(f, df, grad_uses=uses, scalars=lambda p: (p.scalar, 0.0))
     if name in FLOAT64_COMPUTE:
         fwd, bwd = float64_compute(fwd, bwd)
@@ -499,13 +499,15 @@ def _register_scalar(name, f, df, uses, hint, aliases):
                       forward=fwd, backward=bwd, params=ScalarParam, aliases=aliases,
                       backward_reads=(() if name in CONSTANT_DERIVATIVE or df is _s_zero
                                       else ('outputs',) if uses == 'output' else ('inputs',)),
-                      hint=hint, doc=__doc__, input_docs=_UN_DOCS))
+                      zero_gradient=zero_gradient, hint=hint, doc=__doc__,
+                      input_docs=_UN_DOCS))
 
 
 for _n, (_f, _da, _db, _h, _al) in BINARY.items():
     _register_binary(_n, _f, _da, _db, _h, _al)
 for _n, (_f, _d, _u, _h, _al) in SCALAR.items():
     _register_scalar(_n, _f, _d, _u, _h, _al)
-for _n, (_fb, _fs, _alb, _als) in COMPARE.items():
-    _register_binary(_n, _fb, _zero2, _zero2, _n, _alb)
-    _register_scalar(_n + '_scalar', _fs, _s_zero, 'input', _n + '_scalar', _als)
+for _n, (_fb, _fs, _alb, _als) in COMPARE.items():     # MXNet: MakeZeroGradNodes
+    _register_binary(_n, _fb, _zero2, _zero2, _n, _alb, zero_gradient=True)
+    _register_scalar(_n + '_scalar', _fs, _s_zero, 'input', _n + '_scalar', _als,
+                     zero_gradient=True)

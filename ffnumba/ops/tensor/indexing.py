@@ -452,6 +452,7 @@ register_op(OpDef(
     forward={'cpu': _one_hot_forward, 'gpu': _one_hot_forward},
     backward={'cpu': _one_hot_backward, 'gpu': _one_hot_backward},
     params=OneHotParam,
+    zero_gradient=True,
     doc='One-hot encode: out[.., j] = on_value where j == trunc(indices[..]), off_value '
         'elsewhere.\n\nindices (2,) [1, 2.7], depth=4 -> [[0, 1, 0, 0], [0, 0, 1, 0]]; an '
         'index outside [0, depth) gives a row of off_value. Not differentiable: `indices` '

@@ -443,7 +443,8 @@ class SmoothL1Param(Params):
                              % self.scalar)
 
 
-def _register(name, f, df, uses, summary, params=None, scalars=None, doc=None):
+def _register(name, f, df, uses, summary, params=None, scalars=None, doc=None,
+              zero_gradient=False):
     stable_cache_key(f, df)
     fwd, bwd = make_unary(f, df, grad_uses=uses, scalars=scalars)
     kw = {} if params is None else dict(params=params)
@@ -451,11 +452,12 @@ def _register(name, f, df, uses, summary, params=None, scalars=None, doc=None):
         name=name, arguments=['data'], infer_shape=_infer, forward=fwd, backward=bwd,
         doc=doc or ('%s\n\nElementwise; see the table in ``ffnumba.ops.tensor.math_ext``.\n'
                     % summary),
-        input_docs={'data': 'Input array.'}, **kw))
+        input_docs={'data': 'Input array.'}, zero_gradient=zero_gradient, **kw))
 
 
 for _name, (_f, _df, _uses, _summary) in MATH_UNARY.items():
-    _register(_name, _f, _df, _uses, _summary)
+    # logical_not: MXNet's MakeZeroGradNodes (round, floor, ... multiply the head gradient by 0)
+    _register(_name, _f, _df, _uses, _summary, zero_gradient=_name == 'logical_not')
 
 _register('hard_sigmoid', _hard_sigmoid, _hard_sigmoid_grad, 'input', None,
           params=HardSigmoidParam, scalars=lambda p: (p.alpha, p.beta),

@@ -152,7 +152,8 @@ def _make_arg(name, want_max, get_axis, get_keep, params, doc, aliases=()):
     register_op(OpDef(name=name, aliases=aliases, arguments=['data'], infer_shape=infer,
                       forward={'cpu': forward, 'gpu': forward},
                       backward={'cpu': backward, 'gpu': backward},
-                      params=params, doc=doc, input_docs={'data': 'Input array.'}))
+                      params=params, doc=doc, input_docs={'data': 'Input array.'},
+                      zero_gradient=True))
 
 
 _make_arg('argmax', True, lambda p: p.axis, lambda p: p.keepdims, ArgMaxParam,
@@ -432,6 +433,7 @@ register_op(OpDef(
     forward={'cpu': _topk_forward, 'gpu': _topk_forward},
     backward={'cpu': _topk_backward, 'gpu': _topk_backward},
     params=TopKParam,
+    zero_gradient=lambda p: p.ret_typ in ('indices', 'mask'),
     doc='The k largest (or smallest) elements along `axis`.\n\n[[0, 1, 2, 3], ...] with '
         'k=2: indices [[3, 2], ...]; ret_typ=value: [[3, 2], ...]; mask: [[0, 0, 1, 1], ...]; '
         'both: values and indices. Ties keep index order. Gradient (value/both): each '
@@ -480,7 +482,8 @@ def _register_sort(name, params, ret_typ, doc, outputs, hidden):
                       num_hidden_outputs=hidden, infer_shape=infer, infer_type=infer_type,
                       forward={'cpu': forward, 'gpu': forward},
                       backward={'cpu': backward, 'gpu': backward},
-                      params=params, doc=doc, input_docs={'data': 'Input array.'}))
+                      params=params, doc=doc, input_docs={'data': 'Input array.'},
+                      zero_gradient=ret_typ == 'indices'))
 
 
 _register_sort('sort', SortParam, 'value',

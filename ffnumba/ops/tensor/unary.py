@@ -206,6 +206,10 @@ UNARY = {
 
 _infer = same_shape   # elementwise: the output also gives the input
 
+#: ops whose gradient MXNet makes zero whatever the head gradient (``MakeZeroGradNodes``);
+#: ``sign`` has a zero derivative too, but MXNet's backward multiplies the head gradient.
+ZERO_GRADIENT = ('zeros_like', 'ones_like')
+
 
 for _name, (_f, _df, _uses, _summary) in UNARY.items():
     stable_cache_key(_f, _df)
@@ -216,6 +220,7 @@ for _name, (_f, _df, _uses, _summary) in UNARY.items():
         infer_shape=_infer,
         forward=_fwd,
         backward=_bwd,
+        zero_gradient=_name in ZERO_GRADIENT,
         doc='%s\n\nElementwise; see the table in ``ffnumba.ops.tensor.unary``.\n' % _summary,
         input_docs={'data': 'Input array.'},
     ))
