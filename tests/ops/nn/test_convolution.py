@@ -358,7 +358,7 @@ def test_wide_and_pointwise_paths_match_reference(p, data, req):
     rng = np.random.default_rng(4)
     op = get_op('Convolution')
     params = op.parse_params(p)
-    ins, outs, _ = op.infer_shape(params, [data] + [None] * (1 if p.get('no_bias') else 2), [])
+    ins, outs, _ = op.infer_shape(params, [data] + [None] * (1 if p.get('no_bias') else 2), [], [None])
     vals = [rng.uniform(-1, 1, s) for s in ins]
     head = rng.uniform(-1, 1, outs[0])
     y = np.empty(outs[0])

@@ -305,7 +305,7 @@ def test_max_table_forward_matches_row_sweeps(spatial, k, s, q, conv, ties):
     p = dict(kernel=(k,) * nd, stride=(s,) * nd, pad=(q,) * nd, pooling_convention=conv)
     params = get_op('Pooling').parse_params(p)
     data = (2, 3) + tuple(spatial)
-    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [])
+    _, outs, _ = get_op("Pooling").infer_shape(params, [data], [], [None])
     rng = np.random.default_rng(5)
     x = rng.integers(0, 3, data).astype(float) if ties else rng.uniform(-1, 1, data)
     x.flat[0] = np.nan
@@ -339,7 +339,7 @@ def test_plane_split_kernels_match_serial(pool_type, data, write):
     from ffnumba.ops.nn import pooling as pl
     p = dict(kernel=(3, 3), stride=(2, 1), pad=(1, 1), pool_type=pool_type, p_value=2)
     params = get_op('Pooling').parse_params(p)
-    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [])
+    _, outs, _ = get_op("Pooling").infer_shape(params, [data], [], [None])
     rng = np.random.default_rng(10)
     x, dy = rng.uniform(-1, 1, data), rng.uniform(-1, 1, outs[0])
     g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
