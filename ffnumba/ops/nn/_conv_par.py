@@ -6,84 +6,22 @@ gather and scatter copies run on one thread whatever BLAS does; on a busy
 machine every multi-threaded GEMM also waits for its helper thread to be
 scheduled. Here each of ``nt`` numba threads (``prange``) runs the serial
 drivers of :mod:`._im2col` on its own contiguous range of samples with its
-own scratch, while BLAS is held to one thread (:func:`serial_blas`): copies
+own scratch, while BLAS is held to one thread
+(:class:`ffnumba.blas_threads.numba_blas_single_thread`): copies
 and GEMMs both scale, and each call is one fork-join. ``dx`` and ``y`` rows
 belong to one thread; the weight gradient is summed from one partial ``dw``
 per thread.
 
-Importing this module sets ``OMP_WAIT_POLICY=PASSIVE`` unless the variable is
-already set (before numba loads its OpenMP threading layer): idle OpenMP
-workers then sleep instead of spinning. Spinning workers took the second core
-from OpenBLAS's (which runs the fully-connected GEMMs between the
-convolutions): LeNet at batch 32 with 2 threads trained at ~500 samples/s
-instead of ~3,400.
+Idle OpenMP workers must sleep, not spin, or they take the core OpenBLAS needs
+between convolutions: :mod:`ffnumba.blas_threads` sets ``OMP_WAIT_POLICY=PASSIVE``
+(unless the user set it) when ffnumba is imported.
 """
-import contextlib
-import ctypes
-import os
-
 from numba import njit, prange
 
 from ..templates import JIT
 from ._im2col import backward_range, forward_range
 
-__all__ = ['conv_forward_par', 'conv_backward_par', 'serial_blas', 'split_threads']
-
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-
-_BLAS = {}
-
-
-def _numba_blas():
-    """``(get, set)`` thread-count functions of the OpenBLAS numba's ``np.dot`` calls, or None.
-
-    numba calls BLAS through ``scipy.linalg.cython_blas``, i.e. scipy's
-    bundled OpenBLAS; found once from the loaded libraries.
-    """
-    if 'fns' not in _BLAS:
-        _BLAS['fns'] = None
-        try:
-            import importlib
-            importlib.import_module('scipy.linalg.cython_blas')   # what numba's np.dot binds
-            with open('/proc/self/maps') as f:
-                paths = sorted({line.split()[-1] for line in f      # not numpy's own copy
-                                if 'openblas' in line.lower() and 'scipy' in line.lower()
-                                and 'numpy.libs' not in line})
-        except (ImportError, OSError):
-            paths = []
-        for path in paths:
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for prefix in ('scipy_openblas', 'openblas'):
-                get = getattr(lib, prefix + '_get_num_threads', None)
-                put = getattr(lib, prefix + '_set_num_threads', None)
-                if get is not None and put is not None:
-                    get.restype = ctypes.c_int
-                    _BLAS['fns'] = (get, put)
-                    break
-            if _BLAS['fns'] is not None:
-                break
-    return _BLAS['fns']
-
-
-@contextlib.contextmanager
-def serial_blas():
-    """Hold numba's BLAS to one thread inside the block (restored after; no-op if not found)."""
-    fns = _numba_blas()
-    if fns is None:
-        yield
-        return
-    get, put = fns
-    before = get()
-    if before != 1:
-        put(ctypes.c_int(1))
-    try:
-        yield
-    finally:
-        if before != 1:
-            put(ctypes.c_int(before))
+__all__ = ['conv_forward_par', 'conv_backward_par', 'split_threads']
 
 
 def split_threads(n):

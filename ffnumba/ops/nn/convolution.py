@@ -49,6 +49,7 @@ from ..templates import f16_safe
 from . import _conv_cuda as cc
 from . import _conv_gemm_cuda as cg
 from . import _conv_par as cp
+from ...blas_threads import numba_blas_single_thread
 from . import _depthwise as dwc
 from . import _im2col as ic
 
@@ -314,7 +315,7 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     if nt == 1:
         ic.conv_forward(*args)
         return
-    with cp.serial_blas():
+    with numba_blas_single_thread():
         cp.conv_forward_par(*args, nt)
 
 
@@ -351,7 +352,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
             ic.conv_backward(*args, nb, geom)
         else:
             dwparts = ic.buffer(state, 'dwparts', nt * w3.size, x.dtype)
-            with cp.serial_blas():
+            with numba_blas_single_thread():
                 cp.conv_backward_par(*args, dwparts.reshape((nt,) + w3.shape), nb, geom, nt)
     if not p.no_bias and req[2] != 'null':
         ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
