@@ -1,15 +1,7 @@
 """CPU threading knobs in one place: the BLAS thread cap (``FFNUMBA_BLAS_THREADS``),
-numba's BLAS held to one thread around kernels that split work themselves, and the
-OpenMP wait policy.
+and numba's BLAS held to one thread around kernels that split work themselves.
 
 See the Notes of :class:`~ffnumba.module.executor_group.DataParallelExecutorGroup`.
-
-Importing this module (``import ffnumba`` does) sets ``OMP_WAIT_POLICY=PASSIVE``
-unless the variable is already set, before numba loads its OpenMP threading
-layer: idle OpenMP workers then sleep instead of spinning. Spinning workers of
-the convolution's ``prange`` took the second core from OpenBLAS (which runs the
-fully-connected GEMMs between the convolutions): LeNet at batch 32 with 2
-threads trained at ~500 samples/s instead of ~3,400 (measured on 2 cores).
 """
 import ctypes
 import logging
@@ -19,9 +11,7 @@ from .base import ParamError
 
 __all__ = ['BLAS_THREADS_ENV']
 
-_BLAS_LIMITED = {'threads': None}
-
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+_BLAS_LIMITED = {'threads': None, 'shared': False}
 
 #: Environment variable that chooses the BLAS thread cap of multi-CPU runs.
 BLAS_THREADS_ENV = 'FFNUMBA_BLAS_THREADS'
@@ -75,8 +65,14 @@ def _blas_thread_cap(n_devices):
     return value or None
 
 
-def _limit_blas_threads(n):
+def _limit_blas_threads(n, shared=True):
     """Cap the threads of every loaded OpenBLAS (numpy's and numba's) at ``n``.
+
+    ``shared``: the cap is this executor's share of cores that others use at
+    the same time (several contexts, several MPI ranks), so kernels that split
+    work over numba threads take no more (:func:`kernel_thread_cap`); False for
+    a single context, whose cap only keeps OpenBLAS off a core another
+    process may hold.
 
     Several executors calling BLAS concurrently, each with its own pool of
     BLAS threads, oversubscribe the cores (OpenBLAS threads spin while they
@@ -84,6 +80,7 @@ def _limit_blas_threads(n):
     when installed, else the libraries' ``*_set_num_threads`` through ctypes.
     The cap is process-wide and is never undone; it only ever goes down.
     """
+    _BLAS_LIMITED['shared'] = _BLAS_LIMITED['shared'] or bool(shared)
     if _BLAS_LIMITED['threads'] is not None and _BLAS_LIMITED['threads'] <= n:
         return
     _BLAS_LIMITED['threads'] = n
@@ -113,6 +110,17 @@ def _limit_blas_threads(n):
             if fn is not None:
                 fn(ctypes.c_int(n))
                 break
+
+
+def kernel_thread_cap():
+    """Threads a kernel that splits its own work over threads may use, or None.
+
+    The BLAS cap when it is a share of cores used by other executors at the
+    same time (several CPU contexts or MPI ranks: see :func:`_limit_blas_threads`);
+    None otherwise, so a single context's convolutions use every numba thread
+    (their BLAS calls run on one thread each, and idle OpenMP workers sleep).
+    """
+    return _BLAS_LIMITED['threads'] if _BLAS_LIMITED['shared'] else None
 
 
 _NUMBA_BLAS = {}
@@ -157,7 +165,8 @@ class numba_blas_single_thread:  # noqa: N801 (a context manager used like a fun
 
     For kernels made of many small GEMMs (the fused RNN's per-step products) and
     for kernels that split their work over numba threads themselves (the
-    convolution's ``prange`` over the batch, one BLAS thread per worker):
+    convolution's and pooling's split of the batch over a thread pool, one BLAS
+    thread per worker):
     a multi-threaded OpenBLAS pays a thread hand-off per call, and its threads
     spin while they wait, so on a loaded machine 2 threads made an LSTM step
     10x slower. Restores the previous count (never above a cap set by

@@ -397,7 +397,7 @@ class DataParallelExecutorGroup:
             if all(host_compute(c) for c in self.contexts):
                 cap = _blas_thread_cap(n)
                 if cap is not None:
-                    _limit_blas_threads(cap)
+                    _limit_blas_threads(cap, shared=n > 1)
             return
         pool = _pool(n - 1)
         futures = [pool.submit(fn, i) for i in range(1, n)]

@@ -70,10 +70,22 @@ def test_feedforward_epoch_size_resets_an_exhausted_iterator_but_not_an_empty_on
 
 
 # ----------------------------------------------------------------- BLAS switch
+class _Caps(list):
+    """The caps ``_limit_blas_threads`` was called with; ``.shared`` its ``shared`` flags."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = []
+
+    def record(self, n, shared=True):
+        self.append(n)
+        self.shared.append(shared)
+
+
 @pytest.fixture
 def blas_calls(monkeypatch):
-    calls = []
-    monkeypatch.setattr(eg, '_limit_blas_threads', calls.append)
+    calls = _Caps()
+    monkeypatch.setattr(eg, '_limit_blas_threads', calls.record)
     monkeypatch.delenv(eg.BLAS_THREADS_ENV, raising=False)
     return calls
 
@@ -86,6 +98,7 @@ def _fit_two_cpus():
 def test_blas_cap_default_is_cores_per_device(blas_calls):
     _fit_two_cpus()
     assert blas_calls == [max(1, eg._cpu_count() // 2)]
+    assert blas_calls.shared == [True]      # a share of the cores: prange kernels keep to it
 
 
 def test_blas_cap_env_zero_leaves_blas_alone(blas_calls, monkeypatch):
@@ -105,6 +118,22 @@ def test_blas_cap_single_context_leaves_a_core(blas_calls, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     Module(mlp()).fit(data_iter(), num_epoch=1)
     assert blas_calls == [max(1, eg._cpu_count() - 1)]
+    assert blas_calls.shared == [False]     # one context: its convolutions use every thread
+
+
+def test_single_context_cap_leaves_prange_kernels_all_threads(monkeypatch):
+    # the single-context BLAS cap keeps OpenBLAS off a busy core; it must not stop the
+    # convolution's own batch split (numba threads, one BLAS thread each)
+    from numba import get_num_threads
+    from ffnumba import blas_threads
+    from ffnumba.ops.nn._conv_par import split_threads
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'threads', 1)
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', False)
+    assert blas_threads.kernel_thread_cap() is None
+    assert split_threads(64) == min(64, get_num_threads())
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', True)     # two contexts
+    assert blas_threads.kernel_thread_cap() == 1
+    assert split_threads(64) == 1
 
 
 @pytest.mark.parametrize('var', ['OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'])

@@ -1,27 +1,26 @@
-"""Convolution on several threads: the batch split over numba threads, BLAS on one each.
+"""Convolution on several threads: the batch split over a thread pool, BLAS on one each.
 
 OpenBLAS's own threads help large GEMMs, but a convolution issues many
 mid-sized ones (one per chunk of samples and group) and its im2col, col2im,
 gather and scatter copies run on one thread whatever BLAS does; on a busy
 machine every multi-threaded GEMM also waits for its helper thread to be
-scheduled. Here each of ``nt`` numba threads (``prange``) runs the serial
-drivers of :mod:`._im2col` on its own contiguous range of samples with its
-own scratch, while BLAS is held to one thread
+scheduled. Here each of ``nt`` threads (``numba.get_num_threads()``, a small
+``ThreadPoolExecutor``) runs the serial ``nogil`` drivers of :mod:`._im2col`
+on its own contiguous range of samples with its own scratch, while BLAS is
+held to one thread
 (:class:`ffnumba.blas_threads.numba_blas_single_thread`): copies
-and GEMMs both scale, and each call is one fork-join. ``dx`` and ``y`` rows
+and GEMMs both scale, and each call is one fork-join. The serial kernels are
+the ones one thread runs anyway, so threads add no compilation (a numba
+``prange`` version of these drivers cost about 12 s of compiling on a cold
+start of LeNet). ``dx`` and ``y`` rows
 belong to one thread; the weight gradient is summed from one partial ``dw``
 per thread.
-
-Idle OpenMP workers must sleep, not spin, or they take the core OpenBLAS needs
-between convolutions: :mod:`ffnumba.blas_threads` sets ``OMP_WAIT_POLICY=PASSIVE``
-(unless the user set it) when ffnumba is imported.
 """
-from numba import njit, prange
+import numpy as np
 
-from ..templates import JIT
 from ._im2col import backward_range, forward_range
 
-__all__ = ['conv_forward_par', 'conv_backward_par', 'split_threads']
+__all__ = ['conv_forward_par', 'conv_backward_par', 'run_split', 'split_threads']
 
 
 def split_threads(n):
@@ -32,38 +31,69 @@ def split_threads(n):
     than that share, so contexts running side by side do not oversubscribe.
     """
     from numba import get_num_threads
-    from ... import blas_threads
+    from ...blas_threads import kernel_thread_cap
     nt = int(get_num_threads())
-    cap = blas_threads._BLAS_LIMITED['threads']     # None unless a multi-context run set it
+    cap = kernel_thread_cap()     # None unless several contexts or ranks share the cores
     if cap:
         nt = min(nt, int(cap))
     return max(1, min(nt, int(n)))
 
 
-@njit(parallel=True, **JIT)
+def run_split(part, nt):
+    """``part(t)`` for ``t`` in ``range(nt)``: ``t = 0`` here, the others on the pool.
+
+    The kernels are ``nogil``, so the threads run them concurrently; every
+    part is waited for before the first error is raised.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+    pool = _POOL.get('pool')
+    if pool is None or _POOL['workers'] < nt - 1:
+        pool = ThreadPoolExecutor(max_workers=nt - 1, thread_name_prefix='ffnumba-conv')
+        _POOL.update(pool=pool, workers=nt - 1)
+    futures = [pool.submit(part, t) for t in range(1, nt)]
+    err = None
+    try:
+        part(0)
+    except BaseException as e:       # noqa: B902 (re-raised below, after the others)
+        err = e
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as e:   # noqa: B902
+            err = err or e
+    if err is not None:
+        raise err
+
+
+_POOL = {}
+
+
 def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nt):
     """:func:`._im2col.conv_forward` with the batch split over ``nt`` threads.
 
     ``colbuf`` / ``tmpbuf`` hold ``nt`` times the serial driver's scratch.
+    Each thread runs the serial ``nogil`` kernel on its own range of samples.
     """
     N = dims[0]
     G, Fg, CK = w3.shape
     P = y.shape[2]
     csz = CK * nbmax * P
     tsz = Fg * nbmax * P
-    for t in prange(nt):
+
+    def part(t):
         forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf[t * csz:(t + 1) * csz],
                       tmpbuf[t * tsz:(t + 1) * tsz], nbmax, g, N * t // nt, N * (t + 1) // nt)
+    run_split(part, nt)
 
 
-@njit(parallel=True, **JIT)
 def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
                       dwparts, nbmax, g, nt):
     """:func:`._im2col.conv_backward` with the batch split over ``nt`` threads (``nt <= N``).
 
     ``colbuf`` / ``tmpbuf`` / ``partbuf`` hold ``nt`` times the serial
     driver's scratch; ``dwparts`` ``(nt, G, Fg, Cg*K)`` the per-thread weight
-    gradients, summed into ``dw3`` (written or added per ``mode_dw``).
+    gradients, summed into ``dw3`` (written when ``mode_dw == 1``, added
+    when 2, untouched when 0).
     """
     N = dims[0]
     G, Fg, CK = w3.shape
@@ -72,20 +102,17 @@ def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpb
     tsz = Fg * nbmax * P
     psz = Fg * CK
     mode_part = 1 if mode_dw != 0 else 0
-    for t in prange(nt):
+
+    def part(t):
         backward_range(xf, dims, w3, dy, dxf, dwparts[t], mode_dx, mode_part,
                        colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz],
                        partbuf[t * psz:(t + 1) * psz], nbmax, g, N * t // nt,
                        N * (t + 1) // nt)
-    if mode_dw != 0:
-        total = G * Fg * CK
-        dwf = dw3.reshape(total)
-        parts = dwparts.reshape((nt, total))
-        for i in prange(total):
-            acc = parts[0, i]
-            for t in range(1, nt):
-                acc += parts[t, i]
-            if mode_dw == 1:
-                dwf[i] = acc
-            else:
-                dwf[i] += acc
+    run_split(part, nt)
+    if mode_dw == 1:
+        np.copyto(dw3, dwparts[0])
+        for t in range(1, nt):
+            dw3 += dwparts[t]
+    elif mode_dw != 0:
+        for t in range(nt):
+            dw3 += dwparts[t]

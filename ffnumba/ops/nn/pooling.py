@@ -46,7 +46,7 @@ Note that an empty ``stride`` means 1 (not the kernel size). GPU kernels:
 1.x ``Pooling`` operator documentation (CPU, non-MKLDNN semantics).
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
@@ -54,7 +54,7 @@ from ..registry import OpDef, register_op
 from ..templates import JIT
 from . import _conv_cuda as cc
 from ._im2col import MODES, TABLE_MAX_OW, _table, _valid, as5d
-from ._conv_par import split_threads
+from ._conv_par import run_split, split_threads
 from .convolution import channels_last_hint
 
 __all__ = ['PoolingParam', 'pool_output_size']
@@ -403,7 +403,6 @@ def _max_fwd_table(xf, yf, dims, g15, lowest):
 # The same kernels on nt contiguous ranges of the N*C planes, one range per numba thread:
 # each range is a slice of the flat arrays with dims (1, planes, D, H, W).
 
-@njit(**JIT)
 def _range(dims, t, nt):
     """Planes ``[lo, hi)`` of range ``t`` of ``nt`` and the 5-D dims of that slice."""
     n = dims[0] * dims[1]
@@ -411,39 +410,45 @@ def _range(dims, t, nt):
     return lo, hi, (1, hi - lo, dims[2], dims[3], dims[4])
 
 
-@njit(parallel=True, **JIT)
+# The N*C planes split over ``nt`` threads of a small pool (``_conv_par.run_split``), each
+# running the serial nogil kernel on its own planes: no parallel=True compile.
 def _pool_fwd_par(xf, yf, dims, g, mode, include_pad, pv, lowest, nt):
     pin, pout = dims[2] * dims[3] * dims[4], g[9] * g[10] * g[11]
-    for t in prange(nt):
+
+    def part(t):
         lo, hi, d = _range(dims, t, nt)
         _pool_fwd(xf[lo * pin:hi * pin], yf[lo * pout:hi * pout], d, g, mode, include_pad, pv,
                   lowest)
+    run_split(part, nt)
 
 
-@njit(parallel=True, **JIT)
 def _max_fwd_table_par(xf, yf, dims, g15, lowest, nt):
     pin, pout = dims[2] * dims[3] * dims[4], g15[12] * g15[13] * g15[14]
-    for t in prange(nt):
+
+    def part(t):
         lo, hi, d = _range(dims, t, nt)
         _max_fwd_table(xf[lo * pin:hi * pin], yf[lo * pout:hi * pout], d, g15, lowest)
+    run_split(part, nt)
 
 
-@njit(parallel=True, **JIT)
 def _pool_bwd_par(xf, yf, dyf, dxf, dims, g, mode, include_pad, pv, write, nt):
     pin, pout = dims[2] * dims[3] * dims[4], g[9] * g[10] * g[11]
-    for t in prange(nt):
+
+    def part(t):
         lo, hi, d = _range(dims, t, nt)
         _pool_bwd(xf[lo * pin:hi * pin], yf[lo * pout:hi * pout], dyf[lo * pout:hi * pout],
                   dxf[lo * pin:hi * pin], d, g, mode, include_pad, pv, write)
+    run_split(part, nt)
 
 
-@njit(parallel=True, **JIT)
 def _max_bwd_par(xf, dyf, dxf, dims, g, write, nt):
     pin, pout = dims[2] * dims[3] * dims[4], g[9] * g[10] * g[11]
-    for t in prange(nt):
+
+    def part(t):
         lo, hi, d = _range(dims, t, nt)
         _max_bwd(xf[lo * pin:hi * pin], dyf[lo * pout:hi * pout], dxf[lo * pin:hi * pin], d, g,
                  write)
+    run_split(part, nt)
 
 
 def _threads(x):
