@@ -36,6 +36,16 @@ def _check_bool(layer, field, value):
     return value
 
 
+
+def _outputs(layer, node, states):
+    """The recorded call ``node`` with the ``initial_state`` tensors appended to its inputs:
+    itself for one output, else one KerasTensor per output (``return_state=True``)."""
+    node.inputs += states
+    if layer.num_outputs == 1:
+        return node
+    return [KerasTensor(layer=layer, inputs=[node], output_index=i)
+            for i in range(layer.num_outputs)]
+
 class _Recurrent(Layer):
     mode = None
     arg_suffixes = ('parameters',)
@@ -129,13 +139,8 @@ class _Recurrent(Layer):
         -------
         KerasTensor, or with ``return_state=True`` a list ``[output, *states]``.
         """
-        states = self._check_initial_state(initial_state, 1)
-        node = super().__call__(inputs)
-        node.inputs += states
-        if self.num_outputs == 1:
-            return node
-        return [KerasTensor(layer=self, inputs=[node], output_index=i)
-                for i in range(self.num_outputs)]
+        return _outputs(self, super().__call__(inputs),
+                        self._check_initial_state(initial_state, 1))
 
     def build_symbol(self, name, inputs):
         return self._build(name, inputs, False), None
@@ -240,13 +245,8 @@ class Bidirectional(Layer):
     def __call__(self, inputs, initial_state=None):
         """Record a call: the wrapped layer's ``initial_state`` / ``return_state`` rules,
         forward direction's states first."""
-        states = self.layer._check_initial_state(initial_state, 2)
-        node = super().__call__(inputs)
-        node.inputs += states
-        if self.num_outputs == 1:
-            return node
-        return [KerasTensor(layer=self, inputs=[node], output_index=i)
-                for i in range(self.num_outputs)]
+        return _outputs(self, super().__call__(inputs),
+                        self.layer._check_initial_state(initial_state, 2))
 
     def build_symbol(self, name, inputs):
         return self.layer._build(name, inputs, True), None
