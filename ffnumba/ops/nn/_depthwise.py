@@ -1,25 +1,44 @@
-"""Depthwise convolution (``num_group == C == num_filter``) as direct loops, no im2col.
+"""Depthwise convolution (``num_group == C``, ``num_filter = M * C``) as direct loops, no im2col.
 
 A depthwise layer (MobileNet, Howard et al. 2017) filters each channel with its own
-kernel: ``y[n, c, o] = sum_k w[c, k] * x[n, c, o*s - p + k*d] (+ b[c])``. Through the
-generic im2col path it costs one tiny GEMM (``1 x K`` by ``K x P``) per channel and
-chunk, where BLAS call overhead dominates. Here each kernel tap runs over the rows of
-output it can reach (ranges from :func:`_im2col._valid`, so the inner loop has no
-bounds checks and LLVM vectorises it at stride 1).
+kernels: output channel ``f = c * M + m`` (channel multiplier ``M``) is
+``y[n, f, o] = sum_k w[f, k] * x[n, c, o*s - p + k*d] (+ b[f])``. Through the generic
+im2col path it costs one tiny GEMM per channel and chunk, where BLAS call overhead
+dominates. Two direct kernels replace it for 1-D and 2-D data:
+
+* **planes** (outputs of more than :data:`CL_MAX_POSITIONS` positions): each input
+  plane is copied once into a zero-bordered scratch plane whose rows are stored
+  *stride-phase major* (padded column ``j`` at ``(j % s) * L + j // s``), so every tap
+  of every stride and dilation reads a contiguous run of the row and the inner loops
+  over output columns vectorise; 3x3 kernels sum their nine taps in registers. The data
+  gradient accumulates into a second scratch plane, copied back without its border.
+* **channels-last** (small outputs, ``M == 1``: MobileNet's 4x4 and 2x2 planes, where a
+  row is too short to vectorise): each sample is transposed to ``(H*W, C)`` and every
+  output position and tap is one vector operation over the channels.
+
+Both run on a range of samples with their own scratch, so ``_conv_par.run_split``
+splits the batch over threads; each thread writes its own weight-gradient partial
+``(F, K)`` and the partials are summed (:func:`forward`, :func:`backward`). 3-D data
+keeps the tap-major loops of :func:`dw_forward3d` / :func:`dw_backward3d` (``M == 1``).
 
 Images are flat ``(N, C, D, H, W)`` arrays with the 5-D shape in ``dims`` (see
-:func:`_im2col.as5d`); the inner loops index with unsigned integers, as im2col does.
-``g`` is the 15-int geometry of :func:`_im2col.geometry`. Modes are 0 (null), 1
-(write), 2 (add). Measured on (32, 128, 16, 16), 3x3, one thread: forward 16-19 ms vs
-37-53 ms through im2col, backward 32-41 ms vs 57-98 ms.
+:func:`_im2col.as5d`); ``g`` is the 15-int geometry of :func:`_im2col.geometry`.
+Modes are 0 (null), 1 (write), 2 (add).
 """
 import numpy as np
 from numba import njit
 
 from ..templates import JIT
-from ._im2col import _valid
+from . import _conv_par as cp
+from ._im2col import _valid, buffer
 
-__all__ = ['is_depthwise', 'dw_forward', 'dw_backward']
+__all__ = ['is_depthwise', 'cpu_depthwise', 'forward', 'backward']
+
+#: Unsigned loop indices: no negative-index wrap-around test, so LLVM vectorises.
+U = np.uint64
+
+#: Largest output plane (positions) run by the channels-last kernels.
+CL_MAX_POSITIONS = 64
 
 
 def is_depthwise(p, data_shape):
@@ -27,20 +46,379 @@ def is_depthwise(p, data_shape):
     return p.num_group > 1 and p.num_group == data_shape[1] == p.num_filter
 
 
+def cpu_depthwise(p, data_shape):
+    """True when the CPU direct kernels run it: depthwise, multiplier ``M >= 1`` for
+    1-D/2-D data, ``M == 1`` for 3-D."""
+    if len(data_shape) == 5:
+        return is_depthwise(p, data_shape)
+    return p.num_group > 1 and p.num_group == data_shape[1]
+
+
+def _row_layout(g, W):
+    """``(L, Wp)``: phase length and row width of a scratch plane's rows."""
+    SW, PW = g[5], g[8]
+    L = -(-(W + 2 * PW) // SW)
+    return L, SW * L
+
+
+# ---------------------------------------------------------------- planes (2-D)
+
 @njit(**JIT)
-def dw_forward(xf, dims, w, yf, bias, has_bias, g):
-    """``y = depthwise(x, w) (+ bias)`` on flat arrays; ``w`` is ``(C, KD*KH*KW)``."""
-    N, C, D, H, W = dims[0], dims[1], dims[2], dims[3], dims[4]
+def _fill_plane(xf, base, H, W, PH, PW, SW, L, Wp, xp):
+    """Copy plane ``xf[base:base + H*W]`` into the interior of the phase-major ``xp``."""
+    for h in range(H):
+        rb = (h + PH) * Wp
+        src = U(base + h * W)
+        if SW == 1:
+            d0 = U(rb + PW)
+            for w in range(U(W)):
+                xp[d0 + w] = xf[src + w]
+        else:
+            for ph in range(SW):     # padded column j = ph + SW*q holds x column j - PW
+                qlo = max(0, -((ph - PW) // SW))
+                qhi = min(L, (W - 1 - ph + PW) // SW + 1)
+                if qhi <= qlo:
+                    continue
+                d0 = U(rb + ph * L)
+                s0 = U(base + h * W + ph - PW)
+                for q in range(U(qlo), U(qhi)):
+                    xp[d0 + q] = xf[s0 + q * U(SW)]
+
+
+@njit(**JIT)
+def _unfill_plane(xp, xf, base, H, W, PH, PW, SW, L, Wp, add):
+    """``xf[base:base + H*W] (+)= `` the interior of the phase-major ``xp`` (undoes
+    :func:`_fill_plane`)."""
+    for h in range(H):
+        rb = (h + PH) * Wp
+        for ph in range(SW):
+            qlo = max(0, -((ph - PW) // SW))
+            qhi = min(L, (W - 1 - ph + PW) // SW + 1)
+            if qhi <= qlo:
+                continue
+            s0 = U(rb + ph * L)
+            d0 = U(base + h * W + ph - PW)
+            for q in range(U(qlo), U(qhi)):
+                if add:
+                    xf[d0 + q * U(SW)] += xp[s0 + q]
+                else:
+                    xf[d0 + q * U(SW)] = xp[s0 + q]
+
+
+@njit(**JIT)
+def _planes_fwd(xf, dims, w, yf, bias, has_bias, g, xp, nlo, nhi):
+    """Forward of samples ``nlo..nhi`` with the phase-major scratch plane ``xp``."""
+    C, H, W = dims[1], dims[3], dims[4]
+    KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = (g[1], g[2], g[4], g[5], g[7], g[8], g[10],
+                                              g[11], g[13], g[14])
+    F = w.shape[0]
+    M = F // C
+    L = -(-(W + 2 * PW) // SW)
+    Wp = SW * L
+    P = OH * OW
+    xp[:] = 0
+    for n in range(nlo, nhi):
+        for c in range(C):
+            _fill_plane(xf, (n * C + c) * H * W, H, W, PH, PW, SW, L, Wp, xp)
+            for m in range(M):
+                f = c * M + m
+                v0 = bias[f] if has_bias else yf.dtype.type(0)
+                ybase = (n * F + f) * P
+                if KH == 3 and KW == 3:
+                    w0, w1, w2 = w[f, 0], w[f, 1], w[f, 2]
+                    w3, w4, w5 = w[f, 3], w[f, 4], w[f, 5]
+                    w6, w7, w8 = w[f, 6], w[f, 7], w[f, 8]
+                    c0 = (0 % SW) * L
+                    c1 = (DW % SW) * L + DW // SW
+                    c2 = ((2 * DW) % SW) * L + (2 * DW) // SW
+                    for oh in range(OH):
+                        r0 = oh * SH * Wp
+                        r1 = r0 + DH * Wp
+                        r2 = r1 + DH * Wp
+                        a0, a1, a2 = U(r0 + c0), U(r0 + c1), U(r0 + c2)
+                        a3, a4, a5 = U(r1 + c0), U(r1 + c1), U(r1 + c2)
+                        a6, a7, a8 = U(r2 + c0), U(r2 + c1), U(r2 + c2)
+                        yr = U(ybase + oh * OW)
+                        for ow in range(U(OW)):
+                            yf[yr + ow] = (v0 + w0 * xp[a0 + ow] + w1 * xp[a1 + ow]
+                                           + w2 * xp[a2 + ow] + w3 * xp[a3 + ow]
+                                           + w4 * xp[a4 + ow] + w5 * xp[a5 + ow]
+                                           + w6 * xp[a6 + ow] + w7 * xp[a7 + ow]
+                                           + w8 * xp[a8 + ow])
+                    continue
+                for oh in range(OH):
+                    yr = U(ybase + oh * OW)
+                    for ow in range(U(OW)):
+                        yf[yr + ow] = v0
+                    for kh in range(KH):
+                        rb = (oh * SH + kh * DH) * Wp
+                        for kw in range(KW):
+                            off = kw * DW
+                            src = U(rb + (off % SW) * L + off // SW)
+                            wv = w[f, kh * KW + kw]
+                            for ow in range(U(OW)):
+                                yf[yr + ow] += wv * xp[src + ow]
+
+
+@njit(**JIT)
+def _dw3x3(dyf, xp, dwf, ybase, OH, OW, SH, DH, DW, SW, L, Wp):
+    """``dwf[k] += sum dy * x`` of one 3x3 filter over a plane, nine sums per row pass."""
+    c1 = (DW % SW) * L + DW // SW
+    c2 = ((2 * DW) % SW) * L + (2 * DW) // SW
+    t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = 0.0
+    for oh in range(OH):
+        r0 = oh * SH * Wp
+        r1 = r0 + DH * Wp
+        r2 = r1 + DH * Wp
+        a0, a1, a2 = U(r0), U(r0 + c1), U(r0 + c2)
+        a3, a4, a5 = U(r1), U(r1 + c1), U(r1 + c2)
+        a6, a7, a8 = U(r2), U(r2 + c1), U(r2 + c2)
+        yr = U(ybase + oh * OW)
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = dyf.dtype.type(0)
+        for ow in range(U(OW)):
+            d = dyf[yr + ow]
+            s0 += d * xp[a0 + ow]
+            s1 += d * xp[a1 + ow]
+            s2 += d * xp[a2 + ow]
+            s3 += d * xp[a3 + ow]
+            s4 += d * xp[a4 + ow]
+            s5 += d * xp[a5 + ow]
+            s6 += d * xp[a6 + ow]
+            s7 += d * xp[a7 + ow]
+            s8 += d * xp[a8 + ow]
+        t0 += s0
+        t1 += s1
+        t2 += s2
+        t3 += s3
+        t4 += s4
+        t5 += s5
+        t6 += s6
+        t7 += s7
+        t8 += s8
+    dwf[0] += t0
+    dwf[1] += t1
+    dwf[2] += t2
+    dwf[3] += t3
+    dwf[4] += t4
+    dwf[5] += t5
+    dwf[6] += t6
+    dwf[7] += t7
+    dwf[8] += t8
+
+
+@njit(**JIT)
+def _dx_s1(dyf, ybase, OH, OW, wf, KH, KW, PH, PW, DH, DW, dyq, dxf, xbase, H, W, add):
+    """Stride-1 data gradient of one plane as a correlation of the zero-bordered ``dy``
+    with the flipped filter: ``dx[h, w] (+)= sum_k wf[k] * dy[h + PH - kh*DH, w + PW - kw*DW]``.
+
+    ``dyq`` is the plane scratch, ``(OH + 2*BH) x (OW + 2*BW)`` with
+    ``B = (K - 1) * D``; its border must be zero.
+    """
+    BH = (KH - 1) * DH
+    BW = (KW - 1) * DW
+    Q = OW + 2 * BW
+    for oh in range(OH):
+        d0 = U((oh + BH) * Q + BW)
+        s0 = U(ybase + oh * OW)
+        for ow in range(U(OW)):
+            dyq[d0 + ow] = dyf[s0 + ow]
+    for h in range(H):
+        xr = U(xbase + h * W)
+        if KH == 3 and KW == 3:
+            r0 = (h + PH + BH) * Q + PW + BW
+            r1 = r0 - DH * Q
+            r2 = r1 - DH * Q
+            a0, a1, a2 = U(r0), U(r0 - DW), U(r0 - 2 * DW)
+            a3, a4, a5 = U(r1), U(r1 - DW), U(r1 - 2 * DW)
+            a6, a7, a8 = U(r2), U(r2 - DW), U(r2 - 2 * DW)
+            w0, w1, w2, w3, w4, w5, w6, w7, w8 = (wf[0], wf[1], wf[2], wf[3], wf[4], wf[5],
+                                                  wf[6], wf[7], wf[8])
+            for wi in range(U(W)):
+                v = (w0 * dyq[a0 + wi] + w1 * dyq[a1 + wi] + w2 * dyq[a2 + wi]
+                     + w3 * dyq[a3 + wi] + w4 * dyq[a4 + wi] + w5 * dyq[a5 + wi]
+                     + w6 * dyq[a6 + wi] + w7 * dyq[a7 + wi] + w8 * dyq[a8 + wi])
+                if add:
+                    dxf[xr + wi] += v
+                else:
+                    dxf[xr + wi] = v
+            continue
+        if not add:
+            for wi in range(U(W)):
+                dxf[xr + wi] = 0
+        for kh in range(KH):
+            rb = (h + PH - kh * DH + BH) * Q + PW + BW
+            for kw in range(KW):
+                wv = wf[kh * KW + kw]
+                src = U(rb - kw * DW)
+                for wi in range(U(W)):
+                    dxf[xr + wi] += wv * dyq[src + wi]
+
+
+@njit(**JIT)
+def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, nhi):
+    """Backward of samples ``nlo..nhi``: their ``dx`` and ``dwp = sum dy * x`` over them."""
+    C, H, W = dims[1], dims[3], dims[4]
+    KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = (g[1], g[2], g[4], g[5], g[7], g[8], g[10],
+                                              g[11], g[13], g[14])
+    F = w.shape[0]
+    M = F // C
+    L = -(-(W + 2 * PW) // SW)
+    Wp = SW * L
+    P = OH * OW
+    s1 = SH == 1 and SW == 1      # dx gathers from a zero-bordered dy plane in dxp
+    xp[:] = 0
+    dxp[:] = 0
+    if want_dw:
+        dwp[...] = 0
+    for n in range(nlo, nhi):
+        for c in range(C):
+            xbase = (n * C + c) * H * W
+            if want_dw:
+                _fill_plane(xf, xbase, H, W, PH, PW, SW, L, Wp, xp)
+            if mode_dx != 0 and not s1:
+                dxp[:] = 0
+            for m in range(M):
+                f = c * M + m
+                ybase = (n * F + f) * P
+                if want_dw and KH == 3 and KW == 3:
+                    _dw3x3(dyf, xp, dwp[f], ybase, OH, OW, SH, DH, DW, SW, L, Wp)
+                for oh in range(OH):
+                    yr = U(ybase + oh * OW)
+                    for kh in range(KH):
+                        rb = (oh * SH + kh * DH) * Wp
+                        for kw in range(KW):
+                            off = kw * DW
+                            src = U(rb + (off % SW) * L + off // SW)
+                            k = kh * KW + kw
+                            if want_dw and not (KH == 3 and KW == 3):
+                                acc = 0.0
+                                for ow in range(U(OW)):
+                                    acc += dyf[yr + ow] * xp[src + ow]
+                                dwp[f, k] += acc
+                            if mode_dx != 0 and not s1:
+                                wv = w[f, k]
+                                for ow in range(U(OW)):
+                                    dxp[src + ow] += wv * dyf[yr + ow]
+                if mode_dx != 0 and s1:
+                    _dx_s1(dyf, ybase, OH, OW, w[f], KH, KW, PH, PW, DH, DW, dxp, dxf, xbase,
+                           H, W, mode_dx == 2 or m > 0)
+            if mode_dx != 0 and not s1:
+                _unfill_plane(dxp, dxf, xbase, H, W, PH, PW, SW, L, Wp, mode_dx == 2)
+
+
+@njit(**JIT)
+def _to_cl(src, base, C, P, dst):
+    """``dst[i, c] = src[base + c*P + i]`` for ``i < P`` (one sample to ``(P, C)``)."""
+    for c in range(C):
+        row = base + c * P
+        for i in range(P):
+            dst[i * C + c] = src[row + i]
+
+
+@njit(**JIT)
+def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi):
+    """Forward of samples ``nlo..nhi`` on ``(positions, C)`` copies; ``wt`` is ``(K, C)``."""
+    C, H, W = dims[1], dims[3], dims[4]
+    KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = (g[1], g[2], g[4], g[5], g[7], g[8], g[10],
+                                              g[11], g[13], g[14])
+    P = OH * OW
+    HW = H * W
+    for n in range(nlo, nhi):
+        _to_cl(xf, n * C * HW, C, HW, xt)
+        for oh in range(OH):
+            for ow in range(OW):
+                ob = U((oh * OW + ow) * C)
+                if has_bias:
+                    for c in range(U(C)):
+                        yt[ob + c] = bias[c]
+                else:
+                    for c in range(U(C)):
+                        yt[ob + c] = 0
+                for kh in range(KH):
+                    ih = oh * SH - PH + kh * DH
+                    if ih < 0 or ih >= H:
+                        continue
+                    for kw in range(KW):
+                        iw = ow * SW - PW + kw * DW
+                        if iw < 0 or iw >= W:
+                            continue
+                        ib = U((ih * W + iw) * C)
+                        wr = wt[kh * KW + kw]
+                        for c in range(U(C)):
+                            yt[ob + c] += wr[c] * xt[ib + c]
+        yb = n * C * P
+        for c in range(C):
+            for i in range(P):
+                yf[yb + c * P + i] = yt[i * C + c]
+
+
+@njit(**JIT)
+def _cl_bwd(xf, dims, wt, dyf, dxf, dwp, mode_dx, want_dw, g, xt, dyt, dxt, dwt, nlo, nhi):
+    """Backward of samples ``nlo..nhi`` on ``(positions, C)`` copies; ``dwp`` is ``(C, K)``."""
+    C, H, W = dims[1], dims[3], dims[4]
+    KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = (g[1], g[2], g[4], g[5], g[7], g[8], g[10],
+                                              g[11], g[13], g[14])
+    P = OH * OW
+    HW = H * W
+    K = KH * KW
+    if want_dw:
+        dwt[:] = 0
+    for n in range(nlo, nhi):
+        _to_cl(dyf, n * C * P, C, P, dyt)
+        if want_dw:
+            _to_cl(xf, n * C * HW, C, HW, xt)
+        if mode_dx != 0:
+            dxt[:] = 0
+        for oh in range(OH):
+            for ow in range(OW):
+                ob = U((oh * OW + ow) * C)
+                for kh in range(KH):
+                    ih = oh * SH - PH + kh * DH
+                    if ih < 0 or ih >= H:
+                        continue
+                    for kw in range(KW):
+                        iw = ow * SW - PW + kw * DW
+                        if iw < 0 or iw >= W:
+                            continue
+                        ib = U((ih * W + iw) * C)
+                        k = kh * KW + kw
+                        if want_dw:
+                            kb = U(k * C)
+                            for c in range(U(C)):
+                                dwt[kb + c] += dyt[ob + c] * xt[ib + c]
+                        if mode_dx != 0:
+                            wr = wt[k]
+                            for c in range(U(C)):
+                                dxt[ib + c] += wr[c] * dyt[ob + c]
+        if mode_dx != 0:
+            xb = n * C * HW
+            for c in range(C):
+                for i in range(HW):
+                    if mode_dx == 1:
+                        dxf[xb + c * HW + i] = dxt[i * C + c]
+                    else:
+                        dxf[xb + c * HW + i] += dxt[i * C + c]
+    if want_dw:
+        for c in range(C):
+            for k in range(K):
+                dwp[c, k] = dwt[k * C + c]
+
+
+# ---------------------------------------------------------------- 3-D (tap-major)
+
+@njit(**JIT)
+def dw_forward3d(xf, dims, w, yf, bias, has_bias, g, nlo, nhi):
+    """``y = depthwise(x, w) (+ bias)`` of samples ``nlo..nhi``; ``w`` is ``(C, K)``."""
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
     P = OD * OH * OW
     HW = H * W
-    usw = np.uint64(SW)
-    for n in range(N):
+    for n in range(nlo, nhi):
         for c in range(C):
             xbase = (n * C + c) * D * HW
             ybase = (n * C + c) * P
             v0 = bias[c] if has_bias else yf.dtype.type(0)
-            for i in range(np.uint64(ybase), np.uint64(ybase + P)):
+            for i in range(ybase, ybase + P):
                 yf[i] = v0
             for kd in range(KD):
                 dlo, dhi = _valid(OD, SD, PD, kd, DD, D)
@@ -51,32 +429,25 @@ def dw_forward(xf, dims, w, yf, bias, has_bias, g):
                         wv = w[c, (kd * KH + kh) * KW + kw]
                         for od in range(dlo, dhi):
                             dbase = xbase + (od * SD - PD + kd * DD) * HW
-                            ydbase = ybase + od * OH * OW
                             for oh in range(hlo, hhi):
-                                us = np.uint64(dbase + (oh * SH - PH + kh * DH) * W
-                                               + kw * DW - PW)
-                                ud = np.uint64(ydbase + oh * OW)
-                                for ow in range(np.uint64(wlo), np.uint64(whi)):
-                                    yf[ud + ow] += wv * xf[us + ow * usw]
+                                us = dbase + (oh * SH - PH + kh * DH) * W + kw * DW - PW
+                                ud = ybase + (od * OH + oh) * OW
+                                for ow in range(wlo, whi):
+                                    yf[ud + ow] += wv * xf[us + ow * SW]
 
 
 @njit(**JIT)
-def dw_backward(xf, dims, w, dyf, dxf, dw, mode_dx, mode_dw, g):
-    """``dx (+)= depthwise^T(dy, w)`` and ``dw (+)= sum dy * x`` per tap, on flat arrays.
-
-    ``dxf`` is only written when ``mode_dx`` is set (pass any 1-element array
-    otherwise); ``dw`` is ``(C, K)``.
-    """
-    N, C, D, H, W = dims[0], dims[1], dims[2], dims[3], dims[4]
+def dw_backward3d(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, nlo, nhi):
+    """Backward of samples ``nlo..nhi``: their ``dx`` and ``dwp = sum dy * x`` ``(C, K)``."""
+    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
     P = OD * OH * OW
     HW = H * W
-    usw = np.uint64(SW)
     if mode_dx == 1:
-        dxf[:] = 0
-    if mode_dw == 1:
-        dw[...] = 0
-    for n in range(N):
+        dxf[nlo * C * D * HW:nhi * C * D * HW] = 0
+    if want_dw:
+        dwp[...] = 0
+    for n in range(nlo, nhi):
         for c in range(C):
             xbase = (n * C + c) * D * HW
             ybase = (n * C + c) * P
@@ -91,16 +462,141 @@ def dw_backward(xf, dims, w, dyf, dxf, dw, mode_dx, mode_dw, g):
                         acc = 0.0
                         for od in range(dlo, dhi):
                             dbase = xbase + (od * SD - PD + kd * DD) * HW
-                            ydbase = ybase + od * OH * OW
                             for oh in range(hlo, hhi):
-                                us = np.uint64(dbase + (oh * SH - PH + kh * DH) * W
-                                               + kw * DW - PW)
-                                ud = np.uint64(ydbase + oh * OW)
-                                if mode_dw != 0:
-                                    for ow in range(np.uint64(wlo), np.uint64(whi)):
-                                        acc += dyf[ud + ow] * xf[us + ow * usw]
+                                us = dbase + (oh * SH - PH + kh * DH) * W + kw * DW - PW
+                                ud = ybase + (od * OH + oh) * OW
+                                if want_dw:
+                                    for ow in range(wlo, whi):
+                                        acc += dyf[ud + ow] * xf[us + ow * SW]
                                 if mode_dx != 0:
-                                    for ow in range(np.uint64(wlo), np.uint64(whi)):
-                                        dxf[us + ow * usw] += wv * dyf[ud + ow]
-                        if mode_dw != 0:
-                            dw[c, k] += acc
+                                    for ow in range(wlo, whi):
+                                        dxf[us + ow * SW] += wv * dyf[ud + ow]
+                        if want_dw:
+                            dwp[c, k] += acc
+
+
+# ---------------------------------------------------------------- drivers
+
+def _kind(dims, g, F):
+    """``'3d'``, ``'cl'`` (channels-last, small planes) or ``'planes'``."""
+    if dims[2] > 1 or g[0] > 1:
+        return '3d'
+    if F == dims[1] and g[13] * g[14] <= CL_MAX_POSITIONS:
+        return 'cl'
+    return 'planes'
+
+
+def _scratch(state, dt, kind, dims, g, nt, backward):
+    """Per-thread scratch arrays (views of buffers kept in ``state``)."""
+    C, H, W = dims[1], dims[3], dims[4]
+    if kind == 'planes':
+        L, Wp = _row_layout(g, W)
+        size = (H + 2 * g[7]) * Wp
+        if backward:     # the stride-1 data gradient's zero-bordered dy plane
+            size = max(size, (g[13] + 2 * (g[1] - 1) * g[10]) * (g[14] + 2 * (g[2] - 1) * g[11]))
+        parts = 2 if backward else 1
+        buf = buffer(state, 'dw_planes', nt * parts * size, dt)
+        return [tuple(buf[(t * parts + i) * size:(t * parts + i + 1) * size]
+                      for i in range(parts)) for t in range(nt)]
+    if kind == 'cl':
+        P = g[13] * g[14]
+        K = g[1] * g[2]
+        sizes = (H * W * C, P * C) + ((H * W * C, K * C) if backward else ())
+        one = sum(sizes)
+        buf = buffer(state, 'dw_cl', nt * one, dt)
+        out = []
+        for t in range(nt):
+            views, at = [], t * one
+            for s in sizes:
+                views.append(buf[at:at + s])
+                at += s
+            out.append(tuple(views))
+        return out
+    return [()] * nt
+
+
+def _ranges(N, nt):
+    return [(N * t // nt, N * (t + 1) // nt) for t in range(nt)]
+
+
+def forward(state, x, w, y, bias, has_bias, g):
+    """``y = depthwise(x, w) (+ bias)``, the batch split over :func:`_conv_par.split_threads`.
+
+    Parameters
+    ----------
+    state : dict or None
+        The node state keeping the scratch buffers between calls.
+    x : ndarray (N, C, *spatial)
+    w : ndarray (F, 1, *kernel), ``F = M * C``
+    y : ndarray (N, F, *out_spatial), written
+    bias : ndarray (F,)
+        Read only when ``has_bias``.
+    g : tuple of int
+        :func:`_im2col.geometry`.
+    """
+    from ._im2col import as5d
+    dims = as5d(x.shape)
+    F = w.shape[0]
+    kind = _kind(dims, g, F)
+    nt = cp.split_threads(dims[0])
+    scratch = _scratch(state, x.dtype, kind, dims, g, nt, False)
+    xf, yf, w2 = x.reshape(-1), y.reshape(-1), w.reshape(F, -1)
+    wt = np.ascontiguousarray(w2.T) if kind == 'cl' else w2
+    ranges = _ranges(dims[0], nt)
+
+    def part(t):
+        lo, hi = ranges[t]
+        if kind == 'planes':
+            _planes_fwd(xf, dims, w2, yf, bias, has_bias, g, scratch[t][0], lo, hi)
+        elif kind == 'cl':
+            _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, scratch[t][0], scratch[t][1], lo, hi)
+        else:
+            dw_forward3d(xf, dims, w2, yf, bias, has_bias, g, lo, hi)
+    if nt == 1:
+        part(0)
+    else:
+        cp.run_split(part, nt)
+
+
+def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, g):
+    """Data and weight gradients of :func:`forward`, the batch split over threads.
+
+    ``dx`` (like ``x``) is written (``mode_dx`` 1) or added to (2) or left
+    alone (0, pass None); ``dw`` (like ``w``) likewise with ``mode_dw``: the
+    threads' partial sums ``(F, K)`` are added up and then stored.
+    """
+    from ._im2col import as5d
+    dims = as5d(x.shape)
+    F = w.shape[0]
+    kind = _kind(dims, g, F)
+    nt = cp.split_threads(dims[0])
+    scratch = _scratch(state, x.dtype, kind, dims, g, nt, True)
+    xf, dyf, w2 = x.reshape(-1), dy.reshape(-1), w.reshape(F, -1)
+    dxf = dx.reshape(-1) if mode_dx else xf[:1]
+    want_dw = mode_dw != 0
+    parts = buffer(state, 'dw_parts', nt * w2.size, x.dtype).reshape((nt,) + w2.shape)
+    wt = np.ascontiguousarray(w2.T) if kind == 'cl' else w2
+    ranges = _ranges(dims[0], nt)
+
+    def part(t):
+        lo, hi = ranges[t]
+        if kind == 'planes':
+            _planes_bwd(xf, dims, w2, dyf, dxf, parts[t], mode_dx, want_dw, g,
+                        scratch[t][0], scratch[t][1], lo, hi)
+        elif kind == 'cl':
+            s = scratch[t]
+            _cl_bwd(xf, dims, wt, dyf, dxf, parts[t], mode_dx, want_dw, g, s[0], s[1],
+                    s[2], s[3], lo, hi)
+        else:
+            dw_backward3d(xf, dims, w2, dyf, dxf, parts[t], mode_dx, want_dw, g, lo, hi)
+    if nt == 1:
+        part(0)
+    else:
+        cp.run_split(part, nt)
+    if want_dw:
+        total = parts[0] if nt == 1 else parts.sum(axis=0)
+        d2 = dw.reshape(w2.shape)
+        if mode_dw == 1:
+            d2[...] = total
+        else:
+            d2 += total

@@ -40,7 +40,6 @@ one-thread-per-element kernels (``_conv_cuda``).
 Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
 Chellapilla et al. (2006).
 """
-import numpy as np
 
 from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
@@ -301,12 +300,11 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     geom = _geom(p, x, y)
-    if dwc.is_depthwise(p, x.shape):
-        w2 = w.reshape(F, -1)
-        dwc.dw_forward(x.reshape(-1), x5, w2, y.reshape(-1),
-                       w2[:, 0] if p.no_bias else inputs[2], not p.no_bias, geom)
-        return
     state = ctx.state if ctx is not None else None
+    if dwc.cpu_depthwise(p, x.shape):
+        dwc.forward(state, x, w, y, w.reshape(-1) if p.no_bias else inputs[2], not p.no_bias,
+                    geom)
+        return
     nt = cp.split_threads(x5[0])
     nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     b = w.reshape(-1) if p.no_bias else inputs[2]
@@ -329,18 +327,14 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     geom = _geom(p, x, dy)
     dy3 = dy.reshape(dy.shape[0], F, -1)
     mode_dx, mode_dw = ic.MODES[req[0]], ic.MODES[req[1]]
-    if dwc.is_depthwise(p, x.shape):
+    state = ctx.state if ctx is not None else None
+    if dwc.cpu_depthwise(p, x.shape):
         if mode_dx or mode_dw:
-            w2 = w.reshape(F, -1)
-            dummy = np.zeros(1, x.dtype)
-            dwc.dw_backward(x.reshape(-1), x5, w2, dy.reshape(-1),
-                            in_grads[0].reshape(-1) if mode_dx else dummy,
-                            in_grads[1].reshape(w2.shape) if mode_dw else w2,
-                            mode_dx, mode_dw, geom)
+            dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
+                         mode_dx, mode_dw, geom)
         if not p.no_bias and req[2] != 'null':
             ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
         return
-    state = ctx.state if ctx is not None else None
     nt = cp.split_threads(x5[0])
     nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     w3 = w.reshape(G, F // G, -1)

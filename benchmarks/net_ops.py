@@ -1,0 +1,118 @@
+"""Per-layer kernel times of one zoo network, grouped by kind (not a test; prints numbers).
+
+Every Convolution, BatchNorm, clip and Activation node of a ``zoo_nets.NETS``
+network is timed alone through the operator's CPU compute functions (forward in
+training mode, then backward), at the shapes the network gives it; repeated
+layers are timed once and counted as often as they occur. Convolutions are
+grouped as depthwise (``num_group == channels``), pointwise (1x1) or other::
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
+        python benchmarks/net_ops.py --net mobilenet_v2 [--batch 32] [--repeat 10] [--layers]
+
+``--infer`` times the evaluation forward (``is_train=False``) instead of the
+training forward and backward. Compare two checkouts by running this script
+from each with ``PYTHONPATH`` pointing at it, one after the other.
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def layers(net, batch):
+    """``[(kind, op, params, data shape, count)]`` of the network's timed nodes."""
+    import ffnumba as ff
+    sys.path.insert(0, HERE)
+    from zoo_nets import NETS
+    build, shape = NETS[net]
+    sym = build(ff.sym)
+    internals = sym.get_internals()
+    arg_shapes, out_shapes, _ = internals.infer_shape(data=(batch,) + shape)
+    out_of = dict(zip(internals.list_outputs(), out_shapes))
+    nodes = json.loads(sym.tojson())['nodes']
+    seen = collections.OrderedDict()
+    for node in nodes:
+        if node['op'] not in ('Convolution', 'BatchNorm', 'clip', 'Activation'):
+            continue
+        src = nodes[node['inputs'][0][0]]
+        key_out = src['name'] + ('_output' if src['op'] != 'null' else '')
+        if src['op'] != 'null' and src['name'] + '_output' not in out_of:
+            key_out = src['name'] + '_output0'
+        dshape = out_of.get(key_out) or (batch,) + shape
+        params = {k: v for k, v in node.get('attrs', {}).items() if not k.startswith('__')}
+        kind = node['op']
+        if kind == 'Convolution':
+            g = int(params.get('num_group', 1))
+            kernel = params['kernel']
+            kind = ('conv depthwise' if g > 1 and g == dshape[1] else
+                    'conv 1x1' if kernel in ('(1, 1)', '(1,1)') else 'conv other')
+        key = (kind, node['op'], json.dumps(params, sort_keys=True), tuple(dshape))
+        seen[key] = seen.get(key, 0) + 1
+    return [(k[0], k[1], json.loads(k[2]), k[3], n) for k, n in seen.items()]
+
+
+def bench(op_name, params, dshape, infer, repeat):
+    """Median ms of (forward, backward) for one node; backward is 0 with ``infer``."""
+    from ffnumba.ops.registry import OpContext, get_op
+    op = get_op(op_name)
+    p = op.parse_params(params)
+    n_args = len(op.list_arguments(p))
+    ins, outs, aux = op.infer_shape(p, [tuple(dshape)] + [None] * (n_args - 1),
+                                    [None] * len(op.list_aux(p)), [None])
+    rng = np.random.default_rng(0)
+    arrays = [rng.uniform(-1, 1, s).astype(np.float32) for s in ins]
+    auxs = [np.ones(s, np.float32) for s in aux]
+    ys = [np.empty(s, np.float32) for s in outs]
+    dys = [rng.uniform(-1, 1, s).astype(np.float32) for s in outs]
+    grads = [np.empty(s, np.float32) for s in ins]
+    reqs = ['write'] * len(ins)
+    ctx = OpContext(not infer, None, {}, rng, op_name)
+    fwd, bwd = op.compute('cpu')
+    tf, tb = [], []
+    for i in range(repeat + 1):
+        t0 = time.perf_counter()
+        fwd(ctx, p, arrays, ys, auxs)
+        t1 = time.perf_counter()
+        if not infer:
+            bwd(ctx, p, dys, arrays, ys, grads, reqs, auxs)
+        t2 = time.perf_counter()
+        if i:
+            tf.append(t1 - t0)
+            tb.append(t2 - t1)
+    return 1e3 * float(np.median(tf)), 1e3 * float(np.median(tb))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--net', default='mobilenet_v2')
+    ap.add_argument('--batch', type=int, default=32)
+    ap.add_argument('--repeat', type=int, default=10)
+    ap.add_argument('--infer', action='store_true', help='time the evaluation forward only')
+    ap.add_argument('--layers', action='store_true', help='print every distinct layer')
+    args = ap.parse_args()
+    totals = collections.OrderedDict()
+    for kind, op_name, params, dshape, count in layers(args.net, args.batch):
+        f, b = bench(op_name, params, dshape, args.infer, args.repeat)
+        tf, tb = totals.get(kind, (0.0, 0.0))
+        totals[kind] = (tf + count * f, tb + count * b)
+        if args.layers:
+            print('  %-15s x%-2d %-22s %-34s fwd %7.3f bwd %7.3f ms'
+                  % (kind, count, dshape, ','.join('%s=%s' % kv for kv in sorted(params.items())
+                                                   if kv[0] in ('kernel', 'stride',
+                                                                'num_filter', 'num_group',
+                                                                'a_max', 'act_type')), f, b))
+    print('%s batch %d, %s, ms per step (median of %d):'
+          % (args.net, args.batch, 'inference' if args.infer else 'training', args.repeat))
+    for kind, (f, b) in totals.items():
+        print('  %-15s forward %8.2f  backward %8.2f' % (kind, f, b))
+    print('  %-15s %8.2f' % ('total', sum(f + b for f, b in totals.values())))
+
+
+if __name__ == '__main__':
+    main()
