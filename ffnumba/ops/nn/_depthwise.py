@@ -116,6 +116,9 @@ def _planes_fwd(xf, dims, w, yf, bias, has_bias, g, xp, nlo, nhi):
     L = -(-(W + 2 * PW) // SW)
     Wp = SW * L
     P = OH * OW
+    cols = np.empty(KW, np.int64)
+    for kw in range(KW):
+        cols[kw] = ((kw * DW) % SW) * L + (kw * DW) // SW
     xp[:] = 0
     for n in range(nlo, nhi):
         for c in range(C):
@@ -153,8 +156,7 @@ def _planes_fwd(xf, dims, w, yf, bias, has_bias, g, xp, nlo, nhi):
                     for kh in range(KH):
                         rb = (oh * SH + kh * DH) * Wp
                         for kw in range(KW):
-                            off = kw * DW
-                            src = U(rb + (off % SW) * L + off // SW)
+                            src = U(rb + cols[kw])
                             wv = w[f, kh * KW + kw]
                             for ow in range(U(OW)):
                                 yf[yr + ow] += wv * xp[src + ow]
@@ -256,7 +258,12 @@ def _dx_s1(dyf, ybase, OH, OW, wf, KH, KW, PH, PW, DH, DW, dyq, dxf, xbase, H, W
 
 @njit(**JIT)
 def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, nhi):
-    """Backward of samples ``nlo..nhi``: their ``dx`` and ``dwp = sum dy * x`` over them."""
+    """Backward of samples ``nlo..nhi``: their ``dx`` and ``dwp = sum dy * x`` over them.
+
+    3x3 weight gradients take :func:`_dw3x3`, stride-1 data gradients
+    :func:`_dx_s1`; the tap loop here does the rest (its column offsets
+    computed once per call: integer division in it would run per row).
+    """
     C, H, W = dims[1], dims[3], dims[4]
     KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = (g[1], g[2], g[4], g[5], g[7], g[8], g[10],
                                               g[11], g[13], g[14])
@@ -266,6 +273,12 @@ def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, n
     Wp = SW * L
     P = OH * OW
     s1 = SH == 1 and SW == 1      # dx gathers from a zero-bordered dy plane in dxp
+    k3 = KH == 3 and KW == 3
+    taps_dw = want_dw and not k3
+    taps_dx = mode_dx != 0 and not s1
+    cols = np.empty(KW, np.int64)
+    for kw in range(KW):
+        cols[kw] = ((kw * DW) % SW) * L + (kw * DW) // SW
     xp[:] = 0
     dxp[:] = 0
     if want_dw:
@@ -275,34 +288,35 @@ def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, n
             xbase = (n * C + c) * H * W
             if want_dw:
                 _fill_plane(xf, xbase, H, W, PH, PW, SW, L, Wp, xp)
-            if mode_dx != 0 and not s1:
+            if taps_dx:
                 dxp[:] = 0
             for m in range(M):
                 f = c * M + m
                 ybase = (n * F + f) * P
-                if want_dw and KH == 3 and KW == 3:
+                if want_dw and k3:
                     _dw3x3(dyf, xp, dwp[f], ybase, OH, OW, SH, DH, DW, SW, L, Wp)
+                if mode_dx != 0 and s1:
+                    _dx_s1(dyf, ybase, OH, OW, w[f], KH, KW, PH, PW, DH, DW, dxp, dxf, xbase,
+                           H, W, mode_dx == 2 or m > 0)
+                if not (taps_dw or taps_dx):
+                    continue
                 for oh in range(OH):
                     yr = U(ybase + oh * OW)
                     for kh in range(KH):
                         rb = (oh * SH + kh * DH) * Wp
                         for kw in range(KW):
-                            off = kw * DW
-                            src = U(rb + (off % SW) * L + off // SW)
+                            src = U(rb + cols[kw])
                             k = kh * KW + kw
-                            if want_dw and not (KH == 3 and KW == 3):
-                                acc = 0.0
+                            if taps_dw:
+                                acc = dwp.dtype.type(0)
                                 for ow in range(U(OW)):
                                     acc += dyf[yr + ow] * xp[src + ow]
                                 dwp[f, k] += acc
-                            if mode_dx != 0 and not s1:
+                            if taps_dx:
                                 wv = w[f, k]
                                 for ow in range(U(OW)):
                                     dxp[src + ow] += wv * dyf[yr + ow]
-                if mode_dx != 0 and s1:
-                    _dx_s1(dyf, ybase, OH, OW, w[f], KH, KW, PH, PW, DH, DW, dxp, dxf, xbase,
-                           H, W, mode_dx == 2 or m > 0)
-            if mode_dx != 0 and not s1:
+            if taps_dx:
                 _unfill_plane(dxp, dxf, xbase, H, W, PH, PW, SW, L, Wp, mode_dx == 2)
 
 

@@ -136,82 +136,128 @@ def _infer_type(p, in_types, aux_types):
 
 
 # ----------------------------------------------------------------- CPU kernels
+#
+# Data is flat (outer, C, inner). Each kernel runs on channels ``clo..chi`` so the
+# channels split over threads (``_conv_par.run_split``), and streams through memory in
+# order (sample by sample, the range's channels contiguous) with per-channel float64
+# accumulators in ``acc``: the training forward reads the data twice (statistics, then
+# normalise), the evaluation forward once, the backward twice (sums, data gradient).
 
-@njit(**JIT)
-def _batch_stats(x, mean, var):
-    """Per-channel mean and biased variance of x (outer, C, inner)."""
-    n_out, n_c, n_in = x.shape
-    n = n_out * n_in
-    for c in range(n_c):
-        s = 0.0
-        for o in range(n_out):
-            for i in range(n_in):
-                s += x[o, c, i]
-        m = s / n
-        ss = 0.0
-        for o in range(n_out):
-            for i in range(n_in):
-                d = x[o, c, i] - m
-                ss += d * d
-        mean[c] = m
-        var[c] = ss / n
+#: Unsigned loop indices: no negative-index wrap-around test, so LLVM vectorises.
+U = np.uint64
+#: Fewest elements before the channels are split over threads.
+PAR_MIN_ELEMS = 1 << 15
 
 
 @njit(**JIT)
-def _normalize(x, mean, var, gamma, beta, eps, y):
-    n_out, n_c, n_in = x.shape
-    for o in range(n_out):
-        for c in range(n_c):
-            scale = gamma[c] / np.sqrt(var[c] + eps)
-            shift = beta[c] - mean[c] * scale
-            for i in range(n_in):
-                y[o, c, i] = x[o, c, i] * scale + shift
+def _fwd_range(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
+    """Normalise channels ``clo..chi``; with ``batch`` first store their batch mean and
+    biased variance in ``mean`` / ``var`` (sums of ``x - x[0, c, 0]`` and of its square,
+    the shift guarding against cancellation). ``acc`` is float64 scratch ``(3, C)``."""
+    n = O * I
+    if batch:
+        for c in range(clo, chi):
+            acc[0, c] = 0.0
+            acc[1, c] = 0.0
+            acc[2, c] = xf[c * I]
+        for o in range(O):
+            for c in range(clo, chi):
+                b = U((o * C + c) * I)
+                k = acc[2, c]
+                s = 0.0
+                ss = 0.0
+                for i in range(U(I)):
+                    d = xf[b + i] - k
+                    s += d
+                    ss += d * d
+                acc[0, c] += s
+                acc[1, c] += ss
+        for c in range(clo, chi):
+            m = acc[0, c] / n
+            mean[c] = acc[2, c] + m
+            var[c] = max(acc[1, c] / n - m * m, 0.0)
+    for c in range(clo, chi):
+        scale = gamma[c] / np.sqrt(var[c] + eps)
+        acc[0, c] = scale
+        acc[1, c] = beta[c] - mean[c] * scale
+    for o in range(O):
+        for c in range(clo, chi):
+            b = U((o * C + c) * I)
+            scale = acc[0, c]
+            shift = acc[1, c]
+            for i in range(U(I)):
+                yf[b + i] = xf[b + i] * scale + shift
 
 
 @njit(**JIT)
-def _channel_sums(x, og, mean, var, eps, sums):
-    """sums[0, c] = sum(og), sums[1, c] = sum(og * xhat)."""
-    n_out, n_c, n_in = x.shape
-    for c in range(n_c):
-        invstd = 1.0 / np.sqrt(var[c] + eps)
-        s0 = 0.0
-        s1 = 0.0
-        for o in range(n_out):
-            for i in range(n_in):
-                g = og[o, c, i]
+def _bwd_range(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, clo, chi):
+    """Channels ``clo..chi``: ``sums[0, c] = sum(g)``, ``sums[1, c] = sum(g * xhat)``, then
+    (``mode`` 1 write, 2 add, 0 none) the data gradient, through the batch statistics
+    when ``batch``: ``dx = k (g - mean(g) - xhat mean(g xhat))``, ``k = gamma / std``,
+    computed as ``a g + bx x + cc`` with per-channel constants kept in ``acc``."""
+    n = O * I
+    for c in range(clo, chi):
+        acc[0, c] = 0.0
+        acc[1, c] = 0.0
+    for o in range(O):
+        for c in range(clo, chi):
+            b = U((o * C + c) * I)
+            mc = mean[c]
+            s0 = 0.0
+            s1 = 0.0
+            for i in range(U(I)):
+                g = gf[b + i]
                 s0 += g
-                s1 += g * (x[o, c, i] - mean[c]) * invstd
+                s1 += g * (xf[b + i] - mc)
+            acc[0, c] += s0
+            acc[1, c] += s1
+    for c in range(clo, chi):
+        invstd = 1.0 / np.sqrt(var[c] + eps)
+        s0 = acc[0, c]
+        s1 = acc[1, c] * invstd
         sums[0, c] = s0
         sums[1, c] = s1
+        k = gamma[c] * invstd
+        bx = 0.0
+        cc = 0.0
+        if batch:
+            bx = -k * invstd * s1 / n
+            cc = -k * s0 / n - bx * mean[c]
+        acc[0, c] = k
+        acc[1, c] = bx
+        acc[2, c] = cc
+    if mode == 0:
+        return
+    for o in range(O):
+        for c in range(clo, chi):
+            b = U((o * C + c) * I)
+            a = acc[0, c]
+            bx = acc[1, c]
+            cc = acc[2, c]
+            if mode == 1:
+                for i in range(U(I)):
+                    dxf[b + i] = a * gf[b + i] + bx * xf[b + i] + cc
+            else:
+                for i in range(U(I)):
+                    dxf[b + i] += a * gf[b + i] + bx * xf[b + i] + cc
 
 
-@njit(**JIT)
-def _grad_data(x, og, mean, var, gamma, eps, sums, batch, add, gx):
-    """Data gradient; ``batch`` back-propagates through the batch statistics."""
-    n_out, n_c, n_in = x.shape
-    n = n_out * n_in
-    for o in range(n_out):
-        for c in range(n_c):
-            invstd = 1.0 / np.sqrt(var[c] + eps)
-            k = gamma[c] * invstd
-            m0 = sums[0, c] / n
-            m1 = sums[1, c] / n
-            for i in range(n_in):
-                if batch:
-                    xhat = (x[o, c, i] - mean[c]) * invstd
-                    g = k * (og[o, c, i] - m0 - xhat * m1)
-                else:
-                    g = k * og[o, c, i]
-                if add:
-                    gx[o, c, i] += g
-                else:
-                    gx[o, c, i] = g
+def _run_channels(kernel, size, c, *args):
+    """``kernel(*args, clo, chi)`` over all ``c`` channels, split over threads when
+    the data has at least :data:`PAR_MIN_ELEMS` elements."""
+    from ._conv_par import run_split, split_threads
+    nt = split_threads(c) if size >= PAR_MIN_ELEMS else 1
+    if nt == 1:
+        kernel(*args, 0, c)
+        return
+    run_split(lambda t: kernel(*args, c * t // nt, c * (t + 1) // nt), nt)
 
 
 # ----------------------------------------------------------------- compute
 
 def _state(ctx, c, dtype, alloc=np.empty):
-    """Per-node buffers: batch ``mean``, ``var`` (C,) and channel ``sums`` (2, C).
+    """Per-node buffers: batch ``mean``, ``var`` (C,), channel ``sums`` (2, C) and, on
+    the CPU, the kernels' float64 scratch ``acc`` (3, C).
 
     ``alloc`` makes an array (``numpy.empty`` or ``cuda.device_array``).
     """
@@ -220,6 +266,8 @@ def _state(ctx, c, dtype, alloc=np.empty):
         st['mean'] = alloc(c, dtype)
         st['var'] = alloc(c, dtype)
         st['sums'] = alloc((2, c), dtype)
+        if alloc is np.empty:
+            st['acc'] = np.empty((3, c), np.float64)
     return st
 
 
@@ -227,18 +275,16 @@ def _state(ctx, c, dtype, alloc=np.empty):
 def _forward_cpu(ctx, p, inputs, outputs, aux):
     data, gamma, beta = inputs
     o, c, i = _split(data.shape, _axis(p, data.ndim))
-    x = data.reshape(o, c, i)
     st = _state(ctx, c, gamma.dtype)
     if p.fix_gamma:
         gamma[...] = 1
     batch = ctx.is_train and not p.use_global_stats
-    if batch:
-        _batch_stats(x, st['mean'], st['var'])
-    else:
+    if not batch:
         st['mean'][...] = aux[0]
         st['var'][...] = aux[1]
     st['batch'] = batch
-    _normalize(x, st['mean'], st['var'], gamma, beta, p.eps, outputs[0].reshape(o, c, i))
+    _run_channels(_fwd_range, data.size, c, data.reshape(-1), o, c, i, batch, st['mean'],
+                  st['var'], gamma, beta, p.eps, outputs[0].reshape(-1), st['acc'])
     if p.output_mean_var:
         outputs[1][...] = st['mean']
         outputs[2][...] = 1.0 / np.sqrt(st['var'] + p.eps)
@@ -248,19 +294,17 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
 def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     data, gamma, _ = inputs
     o, c, i = _split(data.shape, _axis(p, data.ndim))
-    x = data.reshape(o, c, i)
-    og = out_grads[0].reshape(o, c, i)
     st = ctx.state
     if 'batch' not in st:        # backward without a forward: recompute as forward would
         _forward_cpu(ctx, p, inputs, outputs, aux)
     mean, var, sums = st['mean'], st['var'], st['sums']
-    _channel_sums(x, og, mean, var, p.eps, sums)
-    if req[0] != 'null':
-        # like MXNet, the data gradient goes through the batch statistics unless
-        # use_global_stats (also after an evaluation forward, with the moving stats)
-        _grad_data(x, og, mean, var, gamma, p.eps, sums, not p.use_global_stats,
-                   req[0] == 'add',
-                   in_grads[0].reshape(o, c, i))
+    # like MXNet, the data gradient goes through the batch statistics unless
+    # use_global_stats (also after an evaluation forward, with the moving stats)
+    mode = {'null': 0, 'write': 1, 'add': 2}[req[0]]
+    xf = data.reshape(-1)
+    _run_channels(_bwd_range, data.size, c, xf, out_grads[0].reshape(-1), o, c, i, mean,
+                  var, gamma, p.eps, not p.use_global_stats, mode, sums,
+                  in_grads[0].reshape(-1) if mode else xf, st['acc'])
     if req[1] == 'write':
         in_grads[1][...] = 0 if p.fix_gamma else sums[1]
     elif req[1] == 'add' and not p.fix_gamma:
