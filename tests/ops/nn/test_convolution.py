@@ -52,11 +52,14 @@ class TestConvolution3D(OpCase):
 
 
 class TestConvolutionDepthwise2D(OpCase):
-    """num_group == channels == num_filter: the direct depthwise kernels (_depthwise.py)."""
+    """num_group == channels (num_filter a multiple): the direct depthwise kernels
+    (_depthwise.py)."""
     op = 'Convolution'
     params = [dict(kernel=(3, 3), num_filter=3, num_group=3, pad=(1, 1), stride=(2, 1)),
               dict(kernel=(2, 3), num_filter=3, num_group=3, dilate=(2, 1), no_bias=True),
-              dict(kernel=(3, 3), num_filter=3, num_group=3, pad=(2, 2))]
+              dict(kernel=(3, 3), num_filter=3, num_group=3, pad=(2, 2)),
+              # channel multiplier 2, 5x5 stride 2 (the phase-major plane kernel)
+              dict(kernel=(5, 5), num_filter=6, num_group=3, pad=(2, 1), stride=(2, 2))]
     shapes = [dict(data=(2, 3, 6, 5))]
 
     def reference(self, p, data, weight, bias=None):
