@@ -1,0 +1,123 @@
+"""BatchNorm's CPU kernels (per-channel sums in memory order, channels split over
+threads) against a numpy reference: training and evaluation forward, backward with
+grad_req write/add, use_global_stats, fix_gamma, any axis, one and two threads."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ffnumba.ops.nn import batch_norm as bn
+from ffnumba.ops.registry import OpContext, get_op
+
+
+def _ref(x, gamma, beta, mm, mv, og, ax, eps, fix_gamma, global_stats, train):
+    """Output, batch mean/var and (dx, dgamma, dbeta) in float64."""
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    shape = [1] * x.ndim
+    shape[ax] = -1
+    if train and not global_stats:
+        mean, var = x.mean(red), x.var(red)
+    else:
+        mean, var = mm, mv
+    g = np.ones_like(gamma) if fix_gamma else gamma
+    inv = 1 / np.sqrt(var + eps)
+    xhat = (x - mean.reshape(shape)) * inv.reshape(shape)
+    y = xhat * g.reshape(shape) + beta.reshape(shape)
+    dbeta = og.sum(red)
+    dgamma = (og * xhat).sum(red)
+    k = (g * inv).reshape(shape)
+    if global_stats:
+        dx = k * og
+    else:
+        n = x.size // x.shape[ax]
+        dx = k * (og - dbeta.reshape(shape) / n - xhat * dgamma.reshape(shape) / n)
+    return y, mean, var, dx, (np.zeros_like(dgamma) if fix_gamma else dgamma), dbeta
+
+
+def _run(p, x, gamma, beta, mm, mv, og, train, reqs, init):
+    op = get_op('BatchNorm')
+    params = op.parse_params(p)
+    ctx = OpContext(train, None, {}, np.random.default_rng(0), 'bn')
+    outs = [np.full(x.shape, np.nan), np.full(gamma.shape, np.nan),
+            np.full(gamma.shape, np.nan)]
+    ins = [x, gamma.copy(), beta]
+    aux = [mm.copy(), mv.copy()]
+    op.forward['cpu'](ctx, params, ins, outs, aux)
+    grads = [v.copy() for v in init]
+    op.backward['cpu'](ctx, params, [og], ins, outs, grads, reqs, aux)
+    return outs, grads, aux
+
+
+@st.composite
+def _case(draw):
+    ndim = draw(st.integers(2, 4))
+    shape = tuple(draw(st.integers(1, 6)) for _ in range(ndim))
+    ax = draw(st.integers(-ndim, ndim - 1))
+    p = dict(axis=ax, eps=draw(st.sampled_from([1e-3, 2e-5])),
+             fix_gamma=draw(st.booleans()), use_global_stats=draw(st.booleans()),
+             momentum=0.7, output_mean_var=True)
+    reqs = [draw(st.sampled_from(['write', 'add'])) for _ in range(3)]
+    return shape, p, reqs
+
+
+@pytest.mark.parametrize('threads', [1, 2])
+@pytest.mark.parametrize('par_min', [0, bn.PAR_MIN_ELEMS])
+@settings(max_examples=20, deadline=None)
+@given(case=_case(), seed=st.integers(0, 2 ** 16), train=st.booleans())
+def test_kernels_match_numpy(threads, par_min, case, seed, train):
+    import numba
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip('numba was started with fewer threads')
+    shape, p, reqs = case
+    ax = p['axis'] % len(shape)
+    c = shape[ax]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape) * 3 + 2
+    gamma, beta = rng.uniform(0.5, 2, c), rng.standard_normal(c)
+    mm, mv = rng.standard_normal(c), rng.uniform(0.5, 2, c)
+    og = rng.standard_normal(shape)
+    init = [rng.standard_normal(shape), rng.standard_normal(c), rng.standard_normal(c)]
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(bn, 'PAR_MIN_ELEMS', par_min)
+            outs, grads, aux = _run(p, x, gamma, beta, mm, mv, og, train, reqs, init)
+    finally:
+        numba.set_num_threads(before)
+    y, mean, var, dx, dgamma, dbeta = _ref(x, gamma, beta, mm, mv, og, ax, p['eps'],
+                                           p['fix_gamma'], p['use_global_stats'], train)
+    np.testing.assert_allclose(outs[0], y, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(outs[1], mean, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(outs[2], 1 / np.sqrt(var + p['eps']), rtol=1e-9, atol=1e-10)
+    for got, want, start, req in zip(grads, (dx, dgamma, dbeta), init, reqs):
+        if req == 'add' and not (want is dgamma and p['fix_gamma']):
+            want = want + start
+        elif req == 'add':
+            want = start
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9)
+    batch = train and not p['use_global_stats']
+    np.testing.assert_allclose(aux[0], mm * 0.7 + mean * 0.3 if batch else mm, rtol=1e-10)
+    np.testing.assert_allclose(aux[1], mv * 0.7 + var * 0.3 if batch else mv, rtol=1e-10)
+
+
+@pytest.mark.parametrize('threads', [1, 2])
+def test_large_offset_small_spread(threads):
+    """The one-pass statistics are shifted by each channel's first value: channels at
+    1e8 +- 0.01 keep their variance (unshifted, E[x^2] - E[x]^2 cancels to noise)."""
+    import numba
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip('numba was started with fewer threads')
+    rng = np.random.default_rng(5)
+    x = 1e8 + 0.01 * rng.standard_normal((16, 4, 32, 32))
+    c = 4
+    ones, zeros = np.ones(c), np.zeros(c)
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        outs, _, _ = _run(dict(fix_gamma=False, eps=1e-12, output_mean_var=True), x, ones,
+                          zeros, zeros, ones, np.ones_like(x), True,
+                          ['write'] * 3, [np.zeros_like(x), zeros, zeros])
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_allclose(outs[1], x.mean((0, 2, 3)), rtol=1e-12)
+    np.testing.assert_allclose(outs[2], 1 / np.sqrt(x.var((0, 2, 3)) + 1e-12), rtol=1e-6)
