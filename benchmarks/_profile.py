@@ -7,8 +7,8 @@ import json
 import time
 
 
-def op_profile(ff, sym, inputs, steps=10):
-    """Share of forward+backward time per (operator, pass), one CPU context.
+def op_profile(ff, sym, inputs, steps=10, train=True):
+    """Share of forward+backward (or inference forward) time per (operator, pass).
 
     Wraps each operator's CPU forward/backward with a timer before binding and
     restores them afterwards.
@@ -21,6 +21,10 @@ def op_profile(ff, sym, inputs, steps=10):
     inputs : dict of str to numpy.ndarray
         Values for the data and label arguments (their shapes set the binding).
     steps : int, default 10
+    train : bool, default True
+        Time training steps (``forward(is_train=True)`` and ``backward``); False
+        times the inference forward (``is_train=False``) of an executor bound
+        without gradients.
 
     Returns
     -------
@@ -47,20 +51,21 @@ def op_profile(ff, sym, inputs, steps=10):
                 totals[_key] += time.perf_counter() - tic
             table['cpu'] = timed
     try:
-        exe = sym.simple_bind(ff.cpu(0), **{k: v.shape for k, v in inputs.items()})
+        exe = sym.simple_bind(ff.cpu(0), grad_req='write' if train else 'null',
+                              **{k: v.shape for k, v in inputs.items()})
         rng = np.random.default_rng(0)
         for k, v in exe.arg_dict.items():
             if k in inputs:
                 v[:] = inputs[k]
             elif k.endswith('weight'):
                 v[:] = rng.uniform(-0.1, 0.1, v.shape)
-        exe.forward(is_train=True)
-        exe.backward()
-        totals.clear()
-        tic = time.perf_counter()
-        for _ in range(steps):
-            exe.forward(is_train=True)
-            exe.backward()
+        for i in range(steps + 1):
+            if i == 1:
+                totals.clear()
+                tic = time.perf_counter()
+            exe.forward(is_train=train)
+            if train:
+                exe.backward()
         whole = time.perf_counter() - tic
     finally:
         for table, fn in saved:

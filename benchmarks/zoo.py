@@ -4,7 +4,7 @@
     python benchmarks/zoo.py --nets lenet,resnet18_v1_32 --batch 1,32 --threads 1,2
     python benchmarks/zoo.py --mxnet /path/to/mxnet-venv/bin/python   # MXNet 1.9.1 beside it
     python benchmarks/zoo.py --torch /path/to/torch-venv/bin/python    # and/or PyTorch CPU
-    python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time breakdown
+    python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time, train + infer
     python benchmarks/zoo.py --baseline /tmp/old-checkout --rounds 3   # before/after, best of 3
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
@@ -117,8 +117,9 @@ def worker(args):
         result[mode] = batch / float(np.median(times))
     if args.profile and args.framework == 'ffnumba':
         from _profile import op_profile
-        result['profile'] = op_profile(fw, sym, {'data': data.asnumpy(),
-                                                 'softmax_label': label.asnumpy()})
+        feed = {'data': data.asnumpy(), 'softmax_label': label.asnumpy()}
+        result['profile'] = op_profile(fw, sym, feed)
+        result['profile_infer'] = op_profile(fw, sym, feed, train=False)
     print(json.dumps(result))
 
 
@@ -214,9 +215,12 @@ def main():
                     cells.append(cell)
                 print('%-16s %5d %3d | %-*s | %-*s' % (net, batch, threads, width, cells[0],
                                                       width, cells[1]), flush=True)
-                if args.profile and 'profile' in mine:
-                    for name, kind, share, ms in mine['profile']:
-                        print('      %-22s %-8s %5.1f%% %8.2f ms' % (name, kind, share, ms))
+                for key, title in (('profile', 'training step'),
+                                   ('profile_infer', 'inference forward')):
+                    if args.profile and key in mine:
+                        print('    %s:' % title)
+                        for name, kind, share, ms in mine[key]:
+                            print('      %-22s %-8s %5.1f%% %8.2f ms' % (name, kind, share, ms))
 
 
 if __name__ == '__main__':
