@@ -10,8 +10,10 @@ dominates. Two direct kernels replace it for 1-D and 2-D data:
   plane is copied once into a zero-bordered scratch plane whose rows are stored
   *stride-phase major* (padded column ``j`` at ``(j % s) * L + j // s``), so every tap
   of every stride and dilation reads a contiguous run of the row and the inner loops
-  over output columns vectorise; 3x3 kernels sum their nine taps in registers. The data
-  gradient accumulates into a second scratch plane, copied back without its border.
+  over output columns vectorise; 3x3 kernels sum their nine taps (and the nine weight
+  gradient sums) in one pass per row. At stride 1 the data gradient is a correlation
+  of the zero-bordered head gradient with the flipped filter; at other strides it
+  accumulates tap by tap into a second scratch plane, copied back without its border.
 * **channels-last** (small outputs, ``M == 1``: MobileNet's 4x4 and 2x2 planes, where a
   row is too short to vectorise): each sample is transposed to ``(H*W, C)`` and every
   output position and tap is one vector operation over the channels.
@@ -52,13 +54,6 @@ def cpu_depthwise(p, data_shape):
     if len(data_shape) == 5:
         return is_depthwise(p, data_shape)
     return p.num_group > 1 and p.num_group == data_shape[1]
-
-
-def _row_layout(g, W):
-    """``(L, Wp)``: phase length and row width of a scratch plane's rows."""
-    SW, PW = g[5], g[8]
-    L = -(-(W + 2 * PW) // SW)
-    return L, SW * L
 
 
 # ---------------------------------------------------------------- planes (2-D)
@@ -167,7 +162,6 @@ def _dw3x3(dyf, xp, dwf, ybase, OH, OW, SH, DH, DW, SW, L, Wp):
     """``dwf[k] += sum dy * x`` of one 3x3 filter over a plane, nine sums per row pass."""
     c1 = (DW % SW) * L + DW // SW
     c2 = ((2 * DW) % SW) * L + (2 * DW) // SW
-    t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = 0.0
     for oh in range(OH):
         r0 = oh * SH * Wp
         r1 = r0 + DH * Wp
@@ -188,24 +182,15 @@ def _dw3x3(dyf, xp, dwf, ybase, OH, OW, SH, DH, DW, SW, L, Wp):
             s6 += d * xp[a6 + ow]
             s7 += d * xp[a7 + ow]
             s8 += d * xp[a8 + ow]
-        t0 += s0
-        t1 += s1
-        t2 += s2
-        t3 += s3
-        t4 += s4
-        t5 += s5
-        t6 += s6
-        t7 += s7
-        t8 += s8
-    dwf[0] += t0
-    dwf[1] += t1
-    dwf[2] += t2
-    dwf[3] += t3
-    dwf[4] += t4
-    dwf[5] += t5
-    dwf[6] += t6
-    dwf[7] += t7
-    dwf[8] += t8
+        dwf[0] += s0
+        dwf[1] += s1
+        dwf[2] += s2
+        dwf[3] += s3
+        dwf[4] += s4
+        dwf[5] += s5
+        dwf[6] += s6
+        dwf[7] += s7
+        dwf[8] += s8
 
 
 @njit(**JIT)
@@ -501,32 +486,23 @@ def _kind(dims, g, F):
 
 
 def _scratch(state, dt, kind, dims, g, nt, backward):
-    """Per-thread scratch arrays (views of buffers kept in ``state``)."""
+    """Per-thread tuples of scratch arrays (views of one buffer kept in ``state``)."""
     C, H, W = dims[1], dims[3], dims[4]
-    if kind == 'planes':
-        L, Wp = _row_layout(g, W)
-        size = (H + 2 * g[7]) * Wp
-        if backward:     # the stride-1 data gradient's zero-bordered dy plane
+    if kind == 'planes':      # padded input plane (and dx plane / bordered dy plane)
+        size = (H + 2 * g[7]) * g[5] * -(-(W + 2 * g[8]) // g[5])
+        if backward:
             size = max(size, (g[13] + 2 * (g[1] - 1) * g[10]) * (g[14] + 2 * (g[2] - 1) * g[11]))
-        parts = 2 if backward else 1
-        buf = buffer(state, 'dw_planes', nt * parts * size, dt)
-        return [tuple(buf[(t * parts + i) * size:(t * parts + i + 1) * size]
-                      for i in range(parts)) for t in range(nt)]
-    if kind == 'cl':
-        P = g[13] * g[14]
-        K = g[1] * g[2]
-        sizes = (H * W * C, P * C) + ((H * W * C, K * C) if backward else ())
-        one = sum(sizes)
-        buf = buffer(state, 'dw_cl', nt * one, dt)
-        out = []
-        for t in range(nt):
-            views, at = [], t * one
-            for s in sizes:
-                views.append(buf[at:at + s])
-                at += s
-            out.append(tuple(views))
-        return out
-    return [()] * nt
+        sizes = (size, size) if backward else (size,)
+    elif kind == 'cl':        # x, y (dy) transposed; backward: dx transposed, dw (K, C)
+        sizes = (H * W * C, g[13] * g[14] * C) + ((H * W * C, g[1] * g[2] * C) if backward
+                                                  else ())
+    else:
+        return [()] * nt
+    one = sum(sizes)
+    buf = buffer(state, 'dw_' + kind, nt * one, dt)
+    ends = np.cumsum((0,) + sizes)
+    return [tuple(buf[t * one + ends[i]:t * one + ends[i + 1]] for i in range(len(sizes)))
+            for t in range(nt)]
 
 
 def _ranges(N, nt):
