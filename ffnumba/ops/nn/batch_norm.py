@@ -138,19 +138,22 @@ def _infer_type(p, in_types, aux_types):
 # ----------------------------------------------------------------- CPU kernels
 #
 # Data is flat (outer, C, inner). Each kernel runs on channels ``clo..chi`` so the
-# channels split over threads (``_conv_par.run_split``), and streams through memory in
-# order (sample by sample, the range's channels contiguous) with per-channel float64
-# accumulators in ``acc``: the training forward reads the data twice (statistics, then
+# channels split over threads (``_conv_par.run_split``), a cache-sized block of them at
+# a time, and streams through memory in order (sample by sample, the block's channels
+# contiguous) with per-channel float64 accumulators in ``acc``: the training forward reads the data twice (statistics, then
 # normalise), the evaluation forward once, the backward twice (sums, data gradient).
 
 #: Unsigned loop indices: no negative-index wrap-around test, so LLVM vectorises.
 U = np.uint64
 #: Fewest elements before the channels are split over threads.
 PAR_MIN_ELEMS = 1 << 15
+#: Elements of one block of channels, read twice (about 1 MiB of float32: the second
+#: pass finds the block in the L2 cache).
+BLOCK_ELEMS = 1 << 18
 
 
 @njit(**JIT)
-def _fwd_range(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
+def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
     """Normalise channels ``clo..chi``; with ``batch`` first store their batch mean and
     biased variance in ``mean`` / ``var`` (sums of ``x - x[0, c, 0]`` and of its square,
     the shift guarding against cancellation). ``acc`` is float64 scratch ``(3, C)``."""
@@ -190,7 +193,7 @@ def _fwd_range(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, ch
 
 
 @njit(**JIT)
-def _bwd_range(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, clo, chi):
+def _bwd_block(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, clo, chi):
     """Channels ``clo..chi``: ``sums[0, c] = sum(g)``, ``sums[1, c] = sum(g * xhat)``, then
     (``mode`` 1 write, 2 add, 0 none) the data gradient, through the batch statistics
     when ``batch``: ``dx = k (g - mean(g) - xhat mean(g xhat))``, ``k = gamma / std``,
@@ -242,6 +245,27 @@ def _bwd_range(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, a
                     dxf[b + i] += a * gf[b + i] + bx * xf[b + i] + cc
 
 
+@njit(**JIT)
+def _fwd_range(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, block, clo, chi):
+    """:func:`_fwd_block` on blocks of channels of at most ``block`` elements, so the
+    normalising pass reads the block from cache, not memory."""
+    step = max(1, block // max(1, O * I))
+    for c0 in range(clo, chi, step):
+        _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, c0,
+                   min(chi, c0 + step))
+
+
+@njit(**JIT)
+def _bwd_range(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, block,
+               clo, chi):
+    """:func:`_bwd_block` on blocks of channels (data and head gradient together at most
+    ``block`` elements)."""
+    step = max(1, block // max(1, 2 * O * I))
+    for c0 in range(clo, chi, step):
+        _bwd_block(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, c0,
+                   min(chi, c0 + step))
+
+
 def _run_channels(kernel, size, c, *args):
     """``kernel(*args, clo, chi)`` over all ``c`` channels, split over threads when
     the data has at least :data:`PAR_MIN_ELEMS` elements."""
@@ -284,7 +308,8 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
         st['var'][...] = aux[1]
     st['batch'] = batch
     _run_channels(_fwd_range, data.size, c, data.reshape(-1), o, c, i, batch, st['mean'],
-                  st['var'], gamma, beta, p.eps, outputs[0].reshape(-1), st['acc'])
+                  st['var'], gamma, beta, p.eps, outputs[0].reshape(-1), st['acc'],
+                  BLOCK_ELEMS)
     if p.output_mean_var:
         outputs[1][...] = st['mean']
         outputs[2][...] = 1.0 / np.sqrt(st['var'] + p.eps)
@@ -304,7 +329,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     xf = data.reshape(-1)
     _run_channels(_bwd_range, data.size, c, xf, out_grads[0].reshape(-1), o, c, i, mean,
                   var, gamma, p.eps, not p.use_global_stats, mode, sums,
-                  in_grads[0].reshape(-1) if mode else xf, st['acc'])
+                  in_grads[0].reshape(-1) if mode else xf, st['acc'], BLOCK_ELEMS)
     if req[1] == 'write':
         in_grads[1][...] = 0 if p.fix_gamma else sums[1]
     elif req[1] == 'add' and not p.fix_gamma:

@@ -60,10 +60,13 @@ def _case(draw):
 
 
 @pytest.mark.parametrize('threads', [1, 2])
-@pytest.mark.parametrize('par_min', [0, bn.PAR_MIN_ELEMS])
+@pytest.mark.parametrize('par_min, block', [(0, bn.BLOCK_ELEMS), (bn.PAR_MIN_ELEMS, 1),
+                                            (0, 7)])
 @settings(max_examples=20, deadline=None)
 @given(case=_case(), seed=st.integers(0, 2 ** 16), train=st.booleans())
-def test_kernels_match_numpy(threads, par_min, case, seed, train):
+def test_kernels_match_numpy(threads, par_min, block, case, seed, train):
+    """Also with the channels split over threads for any size (``par_min`` 0) and in
+    blocks of one or a few channels."""
     import numba
     if threads > numba.config.NUMBA_NUM_THREADS:
         pytest.skip('numba was started with fewer threads')
@@ -81,6 +84,7 @@ def test_kernels_match_numpy(threads, par_min, case, seed, train):
     try:
         with pytest.MonkeyPatch.context() as m:
             m.setattr(bn, 'PAR_MIN_ELEMS', par_min)
+            m.setattr(bn, 'BLOCK_ELEMS', block)
             outs, grads, aux = _run(p, x, gamma, beta, mm, mv, og, train, reqs, init)
     finally:
         numba.set_num_threads(before)
