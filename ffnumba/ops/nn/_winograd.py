@@ -53,7 +53,7 @@ from . import _im2col as ic
 from ._conv_par import run_split, split_threads
 
 __all__ = ['tiles', 'chunk_size', 'filter_transform', 'filter_transform_t', 'forward_range',
-           'backward_range', 'forward', 'backward', 'enabled', 'eligible', 'ALPHA']
+           'backward_range', 'stride', 'forward', 'backward', 'enabled', 'eligible', 'ALPHA']
 
 #: Input tile side (m + r - 1 for m = 2, r = 3): 16 transform positions.
 ALPHA = 4
@@ -75,61 +75,114 @@ def chunk_size(n, c, f, t):
     return int(max(1, min(n, nb)))
 
 
+@njit(**JIT)
+def stride(n):
+    """Elements between consecutive transform positions of an ``n``-element matrix.
+
+    ``n`` rounded up to 16 elements, plus 16 when that is a multiple of 1024:
+    the 16 position streams a transform reads or writes then never sit a
+    power of two apart (which would map them onto the same cache sets).
+    """
+    s = (n + 15) // 16 * 16
+    if s % 1024 == 0:
+        s += 16
+    return s
+
+
 # ---------------------------------------------------------------- filter transform
 
 @njit(**JIT)
-def _g3(a, b, d):
-    """``G (a, b, d)^T``: the four entries of one column of ``G g``."""
-    return a, 0.5 * (a + b + d), 0.5 * (a - b + d), d
+def _g3(a, b, d, h):
+    """``G (a, b, d)^T``: the four entries of one column of ``G g`` (``h`` = 1/2 in their dtype)."""
+    return a, h * (a + b + d), h * (a - b + d), d
 
 
 @njit(**JIT)
-def _gt4(a, b, d, e):
-    """``G^T (a, b, d, e)^T``: three entries."""
-    return a + 0.5 * (b + d), 0.5 * (b - d), 0.5 * (b + d) + e
+def _gt4(a, b, d, e, h):
+    """``G^T (a, b, d, e)^T``: three entries (``h`` = 1/2 in their dtype)."""
+    return a + h * (b + d), h * (b - d), h * (b + d) + e
 
 
 @njit(**JIT)
-def filter_transform(w, u):
-    """``u[e, f, c] = (G w[f, c] G^T)[e]`` for ``w`` of shape ``(F, C, 3, 3)``, ``u`` ``(16, F, C)``."""
+def filter_transform(w, uf, us):
+    """``uf[e*us + f*C + c] = (G w[f, c] G^T)[e]`` for ``w`` of shape ``(F, C, 3, 3)``.
+
+    ``uf`` is flat, ``16 * us`` elements; position ``e`` holds the ``(F, C)``
+    matrix ``U[e]`` at offset ``e * us`` (``us >= F*C``, see :func:`stride`).
+    """
     F, C = w.shape[0], w.shape[1]
-    for f in range(F):
-        for c in range(C):
-            g = w[f, c]
-            a0, a1, a2, a3 = _g3(g[0, 0], g[1, 0], g[2, 0])    # column 0 of G g
-            b0, b1, b2, b3 = _g3(g[0, 1], g[1, 1], g[2, 1])
-            c0, c1, c2, c3 = _g3(g[0, 2], g[1, 2], g[2, 2])
-            rows = ((a0, b0, c0), (a1, b1, c1), (a2, b2, c2), (a3, b3, c3))
-            for r in range(4):
-                x0, x1, x2 = rows[r]
-                v0, v1, v2, v3 = _g3(x0, x1, x2)
-                u[r * 4, f, c] = v0
-                u[r * 4 + 1, f, c] = v1
-                u[r * 4 + 2, f, c] = v2
-                u[r * 4 + 3, f, c] = v3
+    h = uf.dtype.type(0.5)
+    wf = w.reshape(F * C * 9)
+    FC = np.uint64(us)
+    for q in range(np.uint64(F * C)):
+        k = np.uint64(9) * q
+        # G g: columns of the 3x3 filter (rows 0..2 of column j are wf[k+j], wf[k+3+j], wf[k+6+j])
+        a0, a1, a2, a3 = _g3(wf[k], wf[k + 3], wf[k + 6], h)
+        b0, b1, b2, b3 = _g3(wf[k + 1], wf[k + 4], wf[k + 7], h)
+        c0, c1, c2, c3 = _g3(wf[k + 2], wf[k + 5], wf[k + 8], h)
+        # (G g) G^T: row r of G g times G^T
+        v0, v1, v2, v3 = _g3(a0, b0, c0, h)
+        uf[q] = v0
+        uf[q + FC] = v1
+        uf[q + 2 * FC] = v2
+        uf[q + 3 * FC] = v3
+        v0, v1, v2, v3 = _g3(a1, b1, c1, h)
+        uf[q + 4 * FC] = v0
+        uf[q + 5 * FC] = v1
+        uf[q + 6 * FC] = v2
+        uf[q + 7 * FC] = v3
+        v0, v1, v2, v3 = _g3(a2, b2, c2, h)
+        uf[q + 8 * FC] = v0
+        uf[q + 9 * FC] = v1
+        uf[q + 10 * FC] = v2
+        uf[q + 11 * FC] = v3
+        v0, v1, v2, v3 = _g3(a3, b3, c3, h)
+        uf[q + 12 * FC] = v0
+        uf[q + 13 * FC] = v1
+        uf[q + 14 * FC] = v2
+        uf[q + 15 * FC] = v3
 
 
 @njit(**JIT)
-def filter_transform_t(du, dw, add):
-    """``dw[f, c] (+)= G^T du[:, f, c] G``: the filter transform transposed."""
+def filter_transform_t(df, us, dw, add):
+    """``dw[f, c] (+)= G^T dU[:, f, c] G``: :func:`filter_transform` transposed (same layout of ``df``)."""
     F, C = dw.shape[0], dw.shape[1]
-    for f in range(F):
-        for c in range(C):
-            r0 = _gt4(du[0, f, c], du[1, f, c], du[2, f, c], du[3, f, c])      # du G, row 0
-            r1 = _gt4(du[4, f, c], du[5, f, c], du[6, f, c], du[7, f, c])
-            r2 = _gt4(du[8, f, c], du[9, f, c], du[10, f, c], du[11, f, c])
-            r3 = _gt4(du[12, f, c], du[13, f, c], du[14, f, c], du[15, f, c])
-            g = dw[f, c]
-            for k in range(3):
-                v0, v1, v2 = _gt4(r0[k], r1[k], r2[k], r3[k])
-                if add:
-                    g[0, k] += v0
-                    g[1, k] += v1
-                    g[2, k] += v2
-                else:
-                    g[0, k] = v0
-                    g[1, k] = v1
-                    g[2, k] = v2
+    h = df.dtype.type(0.5)
+    wf = dw.reshape(F * C * 9)
+    FC = np.uint64(us)
+    for q in range(np.uint64(F * C)):
+        # du G: row r of the 4x4 dU times G gives 3 entries
+        r00, r01, r02 = _gt4(df[q], df[q + FC], df[q + 2 * FC], df[q + 3 * FC], h)
+        r10, r11, r12 = _gt4(df[q + 4 * FC], df[q + 5 * FC], df[q + 6 * FC], df[q + 7 * FC], h)
+        r20, r21, r22 = _gt4(df[q + 8 * FC], df[q + 9 * FC], df[q + 10 * FC],
+                             df[q + 11 * FC], h)
+        r30, r31, r32 = _gt4(df[q + 12 * FC], df[q + 13 * FC], df[q + 14 * FC],
+                             df[q + 15 * FC], h)
+        # G^T (du G), column by column
+        g00, g10, g20 = _gt4(r00, r10, r20, r30, h)
+        g01, g11, g21 = _gt4(r01, r11, r21, r31, h)
+        g02, g12, g22 = _gt4(r02, r12, r22, r32, h)
+        k = np.uint64(9) * q
+        if add:
+            wf[k] += g00
+            wf[k + 1] += g01
+            wf[k + 2] += g02
+            wf[k + 3] += g10
+            wf[k + 4] += g11
+            wf[k + 5] += g12
+            wf[k + 6] += g20
+            wf[k + 7] += g21
+            wf[k + 8] += g22
+        else:
+            wf[k] = g00
+            wf[k + 1] = g01
+            wf[k + 2] = g02
+            wf[k + 3] = g10
+            wf[k + 4] = g11
+            wf[k + 5] = g12
+            wf[k + 6] = g20
+            wf[k + 7] = g21
+            wf[k + 8] = g22
 
 
 # ---------------------------------------------------------------- data transforms
@@ -310,17 +363,23 @@ def _output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
 # ---------------------------------------------------------------- drivers
 
 @njit(**JIT)
-def forward_range(xf, dims, u, y, add, bias, has_bias, vbuf, mbuf, padbuf, nbmax, ph, pw,
+def _mat(buf, e, st, rows, cols):
+    """The ``(rows, cols)`` matrix of transform position ``e`` in a flat buffer of stride ``st``."""
+    return buf[e * st:e * st + rows * cols].reshape((rows, cols))
+
+
+@njit(**JIT)
+def forward_range(xf, dims, uf, us, y, add, bias, has_bias, vbuf, mbuf, padbuf, nbmax, ph, pw,
                   nlo, nhi):
     """``y (+)= conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(2x2, 3x3).
 
-    ``xf``: flat ``(N, C, H, W)`` (``dims``); ``u``: ``(16, F, C)`` from
+    ``xf``: flat ``(N, C, H, W)`` (``dims``); ``uf`` / ``us``: ``U`` from
     :func:`filter_transform`; ``y``: ``(N, F, OH, OW)``; ``vbuf`` / ``mbuf``
-    / ``padbuf``: flat scratch of at least ``16*C*nbmax*T`` /
-    ``16*F*nbmax*T`` / ``(2TH+2)*(2TW+2)`` elements.
+    / ``padbuf``: flat scratch of at least ``16*stride(C*nbmax*T)`` /
+    ``16*stride(F*nbmax*T)`` / ``(2TH+2)*(2TW+2)`` elements.
     """
     C, H, W = dims[1], dims[2], dims[3]
-    F = u.shape[1]
+    F = y.shape[1]
     OH, OW = y.shape[2], y.shape[3]
     TH, TW = (OH + 1) // 2, (OW + 1) // 2
     T = TH * TW
@@ -331,36 +390,33 @@ def forward_range(xf, dims, u, y, add, bias, has_bias, vbuf, mbuf, padbuf, nbmax
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         L = nb * T
-        v = vbuf[:16 * C * L]
-        m = mbuf[:16 * F * L]
+        vs, ms = stride(C * L), stride(F * L)
         for b in range(nb):
             for c in range(C):
                 _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                _input_tf(padf, row, TH, TW, v, c * L + b * T, C * L)
-        v3 = v.reshape((16, C, L))
-        m3 = m.reshape((16, F, L))
+                _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
         for e in range(16):
-            np.dot(u[e], v3[e], m3[e])
+            np.dot(_mat(uf, e, us, F, C), _mat(vbuf, e, vs, C, L), _mat(mbuf, e, ms, F, L))
         for b in range(nb):
             yb = y[n0 + b]
             for f in range(F):
                 bv = bias[f] if has_bias else z
-                _output_tf(m, f * L + b * T, F * L, TH, TW, yb[f].reshape(OH * OW), OH, OW,
+                _output_tf(mbuf, f * L + b * T, ms, TH, TW, yb[f].reshape(OH * OW), OH, OW,
                            add, bv)
 
 
 @njit(**JIT)
-def backward_range(xf, dims, u, dy, dxf, du, mode_dx, mode_du, vbuf, mbuf, padbuf, partbuf,
-                   nbmax, ph, pw, nlo, nhi):
+def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf, padbuf,
+                   partbuf, nbmax, ph, pw, nlo, nhi):
     """Gradients of :func:`forward_range` on samples ``nlo..nhi``.
 
     ``dxf`` (flat like ``xf``) gets ``B dV B^T`` scattered-added (written
-    when ``mode_dx == 1``, added when 2, untouched when 0); ``du``
-    ``(16, F, C)`` gets ``dM V^T`` summed over these samples (written when
+    when ``mode_dx == 1``, added when 2, untouched when 0); ``duf`` (laid
+    out like ``uf``) gets ``dM V^T`` summed over these samples (written when
     ``mode_du == 1``, added when 2). ``partbuf`` holds ``F*C`` elements.
     """
     C, H, W = dims[1], dims[2], dims[3]
-    F = u.shape[1]
+    F = dy.shape[1]
     OH, OW = dy.shape[2], dy.shape[3]
     TH, TW = (OH + 1) // 2, (OW + 1) // 2
     T = TH * TW
@@ -373,26 +429,25 @@ def backward_range(xf, dims, u, dy, dxf, du, mode_dx, mode_du, vbuf, mbuf, padbu
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         L = nb * T
-        v = vbuf[:16 * C * L]
-        m = mbuf[:16 * F * L]
-        v3 = v.reshape((16, C, L))
-        m3 = m.reshape((16, F, L))
+        vs, ms = stride(C * L), stride(F * L)
         for b in range(nb):
             for f in range(F):
-                _output_tf_t(dy[n0 + b, f].reshape(OH * OW), OH, OW, TH, TW, m,
-                             f * L + b * T, F * L)
+                _output_tf_t(dy[n0 + b, f].reshape(OH * OW), OH, OW, TH, TW, mbuf,
+                             f * L + b * T, ms)
         if mode_du != 0:
             for b in range(nb):
                 for c in range(C):
                     _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                    _input_tf(padf, row, TH, TW, v, c * L + b * T, C * L)
+                    _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
             first = mode_du == 1 and n0 == nlo
             for e in range(16):
+                me = _mat(mbuf, e, ms, F, L)
+                ve = _mat(vbuf, e, vs, C, L)
+                de = _mat(duf, e, us, F, C)
                 if first:
-                    np.dot(m3[e], v3[e].T, du[e])
+                    np.dot(me, ve.T, de)
                 else:
-                    np.dot(m3[e], v3[e].T, part)
-                    de = du[e]
+                    np.dot(me, ve.T, part)
                     for f in range(F):
                         dst = de[f]
                         src = part[f]
@@ -400,22 +455,23 @@ def backward_range(xf, dims, u, dy, dxf, du, mode_dx, mode_du, vbuf, mbuf, padbu
                             dst[c] += src[c]
         if mode_dx != 0:
             for e in range(16):
-                np.dot(u[e].T, m3[e], v3[e])
+                np.dot(_mat(uf, e, us, F, C).T, _mat(mbuf, e, ms, F, L),
+                       _mat(vbuf, e, vs, C, L))
             for b in range(nb):
                 for c in range(C):
                     padf[:] = 0
-                    _input_tf_t(v, c * L + b * T, C * L, TH, TW, padf, row)
+                    _input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
                     dst = ((n0 + b) * C + c) * H * W
                     uw = np.uint64(W)
                     for h in range(H):
                         ud = np.uint64(dst + h * W)
-                        us = np.uint64((h + ph) * row + pw)
+                        us_ = np.uint64((h + ph) * row + pw)
                         if mode_dx == 1:
                             for i in range(uw):
-                                dxf[ud + i] = padf[us + i]
+                                dxf[ud + i] = padf[us_ + i]
                         else:
                             for i in range(uw):
-                                dxf[ud + i] += padf[us + i]
+                                dxf[ud + i] += padf[us_ + i]
         if mode_du != 0 and mode_dx != 0:
             padf[:] = 0          # the load of the next chunk relies on zero borders
 
@@ -436,17 +492,24 @@ def eligible(kernel, stride, pad, dilate, groups, xshape):
             and tuple(dilate) == (1, 1) and groups == 1)
 
 
+def faster(xshape, wshape):
+    """The measured dispatch rule: whether F(2x2, 3x3) beats im2col for this layer."""
+    return True
+
+
 def _plan(state, dims, F, OH, OW, dtype, nt):
     N, C = dims[0], dims[1]
     TH, TW = tiles(OH, OW)
     T = TH * TW
     nb = chunk_size(-(-N // nt), C, F, T)
-    vsz, msz, psz = 16 * C * nb * T, 16 * F * nb * T, (2 * TH + 2) * (2 * TW + 2)
+    vsz, msz = 16 * stride(C * nb * T), 16 * stride(F * nb * T)
+    psz = (2 * TH + 2) * (2 * TW + 2)
     vbuf = ic.buffer(state, 'wino_v', nt * vsz, dtype)
     mbuf = ic.buffer(state, 'wino_m', nt * msz, dtype)
     pbuf = ic.buffer(state, 'wino_pad', nt * psz, dtype)
-    u = ic.buffer(state, 'wino_u', 16 * F * C, dtype).reshape((16, F, C))
-    return nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), u
+    us = stride(F * C)
+    u = ic.buffer(state, 'wino_u', 16 * us, dtype)
+    return nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us)
 
 
 def forward(state, x, w, bias, y, pad):
@@ -463,15 +526,15 @@ def forward(state, x, w, bias, y, pad):
     N, C = x.shape[0], x.shape[1]
     F, OH, OW = y.shape[1], y.shape[2], y.shape[3]
     nt = split_threads(N)
-    nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), u = _plan(state, x.shape, F, OH, OW, x.dtype,
-                                                         nt)
-    filter_transform(w, u)
+    nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us) = _plan(state, x.shape, F, OH, OW,
+                                                               x.dtype, nt)
+    filter_transform(w, u, us)
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
 
     def part(t):
-        forward_range(xf, dims, u, y, False, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],
+        forward_range(xf, dims, u, us, y, False, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],
                       mbuf[t * msz:(t + 1) * msz], pbuf[t * psz:(t + 1) * psz], nb,
                       pad[0], pad[1], N * t // nt, N * (t + 1) // nt)
     if nt == 1:
@@ -492,18 +555,18 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
     N, C = x.shape[0], x.shape[1]
     F, OH, OW = dy.shape[1], dy.shape[2], dy.shape[3]
     nt = split_threads(N)
-    nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), u = _plan(state, x.shape, F, OH, OW, x.dtype,
-                                                         nt)
+    nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us) = _plan(state, x.shape, F, OH, OW,
+                                                               x.dtype, nt)
     if mode_dx:
-        filter_transform(w, u)
-    dus = ic.buffer(state, 'wino_du', nt * 16 * F * C, x.dtype).reshape((nt, 16, F, C))
+        filter_transform(w, u, us)
+    dus = ic.buffer(state, 'wino_du', nt * 16 * us, x.dtype).reshape((nt, 16 * us))
     parts = ic.buffer(state, 'wino_part', nt * F * C, x.dtype)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
     dxf = dx.reshape(-1) if mode_dx else vbuf[:1]
     mode_du = 1 if mode_dw else 0
 
     def part(t):
-        backward_range(xf, dims, u, dy, dxf, dus[t], mode_dx, mode_du,
+        backward_range(xf, dims, u, us, dy, dxf, dus[t], mode_dx, mode_du,
                        vbuf[t * vsz:(t + 1) * vsz], mbuf[t * msz:(t + 1) * msz],
                        pbuf[t * psz:(t + 1) * psz], parts[t * F * C:(t + 1) * F * C], nb,
                        pad[0], pad[1], N * t // nt, N * (t + 1) // nt)
@@ -516,4 +579,4 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
         du = dus[0]
         for t in range(1, nt):
             du += dus[t]
-        filter_transform_t(du, dw, mode_dw == 2)
+        filter_transform_t(du, us, dw, mode_dw == 2)

@@ -52,6 +52,7 @@ from . import _conv_par as cp
 from ...blas_threads import numba_blas_single_thread
 from . import _depthwise as dwc
 from . import _im2col as ic
+from . import _winograd as wg
 
 __all__ = ['ConvolutionParam', 'conv_output_size', 'check_spatial']
 
@@ -293,6 +294,19 @@ def empty_backward(p, out_grads, in_grads, req):
         assign(in_grads[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))), req[2])
 
 
+def _use_winograd(p, xshape, wshape):
+    """Whether the CPU kernels run Winograd F(2x2, 3x3) (``_winograd``) rather than im2col.
+
+    Only 2-D 3x3 kernels with stride 1, dilate 1 and one group qualify
+    (:func:`_winograd.eligible`), and only where it measured faster than
+    im2col: see :func:`_winograd.faster`. ``FFNUMBA_CONV_WINOGRAD=0``
+    turns the path off.
+    """
+    kernel, stride, pad, dilate = spatial_params(p)
+    return (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
+            and wg.faster(xshape, wshape))
+
+
 @f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
     x, w, y = inputs[0], inputs[1], outputs[0]
@@ -307,6 +321,9 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
                        w2[:, 0] if p.no_bias else inputs[2], not p.no_bias, geom)
         return
     state = ctx.state if ctx is not None else None
+    if _use_winograd(p, x.shape, w.shape):
+        wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2])
+        return
     nt = cp.split_threads(x5[0])
     nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     b = w.reshape(-1) if p.no_bias else inputs[2]
@@ -341,6 +358,14 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
             ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
         return
     state = ctx.state if ctx is not None else None
+    if _use_winograd(p, x.shape, w.shape):
+        if mode_dx or mode_dw:
+            wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
+                        in_grads[1] if mode_dw else None, mode_dx, mode_dw,
+                        spatial_params(p)[2])
+        if not p.no_bias and req[2] != 'null':
+            ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
+        return
     nt = cp.split_threads(x5[0])
     nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     w3 = w.reshape(G, F // G, -1)
