@@ -91,7 +91,7 @@ def main():
         tot += (fi, bi, fw, bw)
         print('  %-22s fwd %7.2f | %7.2f | %4.2fx   bwd %7.2f | %7.2f | %4.2fx   %s'
               % (name, fi, fw, fi / fw, bi, bw, bi / bw,
-                 'winograd' if real_faster(x.shape, w.shape) else 'im2col'))
+                 'winograd' if real_faster(x.shape, y.shape) else 'im2col'))
     print('  %-22s fwd %7.2f | %7.2f | %4.2fx   bwd %7.2f | %7.2f | %4.2fx'
           % ('total', tot[0], tot[2], tot[0] / tot[2], tot[1], tot[3], tot[1] / tot[3]))
 

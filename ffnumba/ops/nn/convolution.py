@@ -294,7 +294,7 @@ def empty_backward(p, out_grads, in_grads, req):
         assign(in_grads[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))), req[2])
 
 
-def _use_winograd(p, xshape, wshape):
+def _use_winograd(p, xshape, yshape):
     """Whether the CPU kernels run Winograd F(2x2, 3x3) (``_winograd``) rather than im2col.
 
     Only 2-D 3x3 kernels with stride 1, dilate 1 and one group qualify
@@ -304,7 +304,7 @@ def _use_winograd(p, xshape, wshape):
     """
     kernel, stride, pad, dilate = spatial_params(p)
     return (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
-            and wg.faster(xshape, wshape))
+            and wg.faster(xshape, yshape))
 
 
 @f16_safe
@@ -321,7 +321,7 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
                        w2[:, 0] if p.no_bias else inputs[2], not p.no_bias, geom)
         return
     state = ctx.state if ctx is not None else None
-    if _use_winograd(p, x.shape, w.shape):
+    if _use_winograd(p, x.shape, y.shape):
         wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2])
         return
     nt = cp.split_threads(x5[0])
@@ -358,7 +358,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
             ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
         return
     state = ctx.state if ctx is not None else None
-    if _use_winograd(p, x.shape, w.shape):
+    if _use_winograd(p, x.shape, dy.shape):
         if mode_dx or mode_dw:
             wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
                         in_grads[1] if mode_dw else None, mode_dx, mode_dw,
