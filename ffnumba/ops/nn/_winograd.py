@@ -600,6 +600,8 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
             run_split(part, nt)
     if mode_dw:
         du = dus[0]
-        for t in range(1, nt):
-            du += dus[t]
+        if nt > 1:      # the (F, C) matrices only: the stride's padding is never written
+            rows = dus.reshape((nt, 16, us))[:, :, :F * C]
+            for t in range(1, nt):
+                rows[0] += rows[t]
         filter_transform_t(du, us, dw, mode_dw == 2)
