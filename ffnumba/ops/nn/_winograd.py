@@ -120,27 +120,18 @@ def filter_transform(w, uf, us):
         a0, a1, a2, a3 = _g3(wf[k], wf[k + 3], wf[k + 6], h)
         b0, b1, b2, b3 = _g3(wf[k + 1], wf[k + 4], wf[k + 7], h)
         c0, c1, c2, c3 = _g3(wf[k + 2], wf[k + 5], wf[k + 8], h)
-        # (G g) G^T: row r of G g times G^T
-        v0, v1, v2, v3 = _g3(a0, b0, c0, h)
-        uf[q] = v0
-        uf[q + FC] = v1
-        uf[q + 2 * FC] = v2
-        uf[q + 3 * FC] = v3
-        v0, v1, v2, v3 = _g3(a1, b1, c1, h)
-        uf[q + 4 * FC] = v0
-        uf[q + 5 * FC] = v1
-        uf[q + 6 * FC] = v2
-        uf[q + 7 * FC] = v3
-        v0, v1, v2, v3 = _g3(a2, b2, c2, h)
-        uf[q + 8 * FC] = v0
-        uf[q + 9 * FC] = v1
-        uf[q + 10 * FC] = v2
-        uf[q + 11 * FC] = v3
-        v0, v1, v2, v3 = _g3(a3, b3, c3, h)
-        uf[q + 12 * FC] = v0
-        uf[q + 13 * FC] = v1
-        uf[q + 14 * FC] = v2
-        uf[q + 15 * FC] = v3
+        # (G g) G^T: row r of G g times G^T, to positions 4r .. 4r+3
+        _put4(uf, q, FC, 0, _g3(a0, b0, c0, h))
+        _put4(uf, q, FC, 4, _g3(a1, b1, c1, h))
+        _put4(uf, q, FC, 8, _g3(a2, b2, c2, h))
+        _put4(uf, q, FC, 12, _g3(a3, b3, c3, h))
+
+
+@njit(**JIT)
+def _put4(uf, q, st, e, v):
+    """``uf[q + (e + i) * st] = v[i]`` for ``i < 4``."""
+    for i in range(4):
+        uf[q + np.uint64(e + i) * st] = v[i]
 
 
 @njit(**JIT)
@@ -163,26 +154,12 @@ def filter_transform_t(df, us, dw, add):
         g01, g11, g21 = _gt4(r01, r11, r21, r31, h)
         g02, g12, g22 = _gt4(r02, r12, r22, r32, h)
         k = np.uint64(9) * q
-        if add:
-            wf[k] += g00
-            wf[k + 1] += g01
-            wf[k + 2] += g02
-            wf[k + 3] += g10
-            wf[k + 4] += g11
-            wf[k + 5] += g12
-            wf[k + 6] += g20
-            wf[k + 7] += g21
-            wf[k + 8] += g22
-        else:
-            wf[k] = g00
-            wf[k + 1] = g01
-            wf[k + 2] = g02
-            wf[k + 3] = g10
-            wf[k + 4] = g11
-            wf[k + 5] = g12
-            wf[k + 6] = g20
-            wf[k + 7] = g21
-            wf[k + 8] = g22
+        out = (g00, g01, g02, g10, g11, g12, g20, g21, g22)
+        for i in range(9):
+            if add:
+                wf[k + i] += out[i]
+            else:
+                wf[k + i] = out[i]
 
 
 # ---------------------------------------------------------------- data transforms

@@ -31,7 +31,10 @@ im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
 ``_im2col``); 1x1 kernels with stride 1 and no pad on planes of at least
 ``_im2col.DIRECT_MIN_COLS`` positions multiply each sample's NCHW planes
 directly (no im2col); depthwise convolutions run direct kernels
-(``_depthwise``). With more than one numba thread the batch is split over
+(``_depthwise``); 2-D 3x3 kernels with stride 1, dilate 1, one group, at
+least 16 input channels and an output of at least 4x4 run Winograd's
+F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), which the environment
+variable ``FFNUMBA_CONV_WINOGRAD=0`` turns off. With more than one numba thread the batch is split over
 threads, each on one BLAS thread (``_conv_par``). float16 is computed in
 float32 and cast at the edges. GPU: im2col + the tiled shared-memory GEMM
 (``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use direct
