@@ -525,6 +525,7 @@ def forward(state, x, w, bias, y, pad):
     """
     N, C = x.shape[0], x.shape[1]
     F, OH, OW = y.shape[1], y.shape[2], y.shape[3]
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     nt = split_threads(N)
     nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us) = _plan(state, x.shape, F, OH, OW,
                                                                x.dtype, nt)
@@ -554,6 +555,7 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
     """
     N, C = x.shape[0], x.shape[1]
     F, OH, OW = dy.shape[1], dy.shape[2], dy.shape[3]
+    x, w, dy = np.ascontiguousarray(x), np.ascontiguousarray(w), np.ascontiguousarray(dy)
     nt = split_threads(N)
     nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us) = _plan(state, x.shape, F, OH, OW,
                                                                x.dtype, nt)

@@ -190,3 +190,21 @@ def test_float32_error_like_im2col():
                 os.environ['FFNUMBA_CONV_WINOGRAD'] = old
         errs[path] = np.abs(y - y64).max() / np.abs(y64).max()
     assert errs['winograd'] < max(2 * errs['im2col'], 1e-6), errs
+
+
+def test_float16_computes_in_float32(monkeypatch):
+    """float16 data runs the Winograd kernels in float32 (cast at the edges) like im2col."""
+    spy = _Spy(monkeypatch, force=False)
+    p = dict(kernel=(3, 3), num_filter=4, pad=(1, 1))
+    rng = np.random.default_rng(4)
+    vals = [rng.uniform(-1, 1, (2, 16, 5, 4)), rng.uniform(-1, 1, (4, 16, 3, 3)),
+            rng.uniform(-1, 1, 4)]
+    vals = [v.astype(np.float16).astype(np.float64) for v in vals]
+    head = rng.uniform(-1, 1, (2, 4, 5, 4)).astype(np.float16).astype(np.float64)
+    y, grads = _run(p, vals, head, ['write'] * 3, [np.zeros_like(v) for v in vals], 'float16')
+    assert spy.calls == ['f', 'b'] and y.dtype == np.float16
+    np.testing.assert_allclose(y, conv_forward(vals[0], vals[1], vals[2], (3, 3), (), (1, 1),
+                                               (), 1), rtol=1e-2, atol=2e-2)
+    exp = conv_backward(vals[0], vals[1], head, (3, 3), (), (1, 1), (), 1)
+    for g, e in zip(grads, exp):
+        np.testing.assert_allclose(g, e, rtol=1e-2, atol=5e-2)
