@@ -19,10 +19,14 @@ shape ``(C, L)`` (``L`` tiles of a chunk of samples), ``M[e] = U[e] V[e]``
 and ``Y = A^T M A`` tile by tile. A 3x3 output position then costs
 16 / 4 = 4 multiply-adds per input channel instead of 9 (2.25x fewer GEMM
 flops than im2col); the transforms are additions only (and halves in ``G``).
-F(2x2, 3x3) is the variant whose float32 error stays that of direct
-convolution (its transforms have entries 0, +-1, +-1/2); F(4x4, 3x3) would
-save more but loses about a digit in float32 (Lavin & Gray, Table 1 uses
-fp16/fp32 carefully; see also Barabasz et al. 2020).
+F(2x2, 3x3) keeps the float32 error of im2col (its transforms have entries
+0, +-1, +-1/2; measured on 64-512 channel layers: max relative error
+2-7e-7 against float64 for the output and both gradients, im2col 2-6e-7).
+F(4x4, 3x3) would save more multiplies (2.25 per output instead of 4) but
+its interpolation points 0, +-1, +-2 give larger transform coefficients and
+a larger float32 error (Lavin & Gray, section 5; Barabasz et al., "Error
+analysis and improving the accuracy of Winograd convolution", 2020); it is
+not built here.
 
 Everything is linear, so the gradients are the transposed stages::
 
@@ -33,7 +37,9 @@ Everything is linear, so the gradients are the transposed stages::
 
 Layout: a chunk of ``nb`` samples gives ``L = nb * TH * TW`` tiles
 (``TH = ceil(OH / 2)``, ``TW = ceil(OW / 2)``); ``V`` is the flat
-``(16, C, L)`` and ``M`` the flat ``(16, F, L)`` scratch. Each input plane is
+``(16, C, L)`` and ``M`` the flat ``(16, F, L)`` scratch, consecutive
+positions :func:`stride` elements apart (never a power of two: 16 streams a
+power of two apart share cache sets, which made the transforms 3-4x slower). Each input plane is
 first copied into a zero-bordered plane of ``(2 TH + 2) x (2 TW + 2)``
 elements (its borders written once per call), so tile reads need no bounds
 checks. The kernels are ``nogil`` and allocation-free; the drivers run on a
@@ -483,10 +489,10 @@ def faster(xshape, yshape):
     Winograd when the layer has at least :data:`MIN_CHANNELS` input channels
     and an output of at least :data:`MIN_OUT` x :data:`MIN_OUT`. Measured
     (``benchmarks/conv_winograd.py``, batch 32, one thread, float32, loaded
-    machine) on the 3x3 layers of VGG-11 and ResNet-18 at 32x32: 1.2-1.5x
-    faster forward and backward from 64 channels at 32x32 down to 256-512
-    channels at 4x4; 0.4x on the 3-channel stem and 0.7x on 512 channels at
-    2x2.
+    machine, so +-15% noise) on the 3x3 layers of VGG-11 and ResNet-18 at
+    32x32: mostly 1.2-1.5x faster forward and backward from 64 channels at
+    32x32 down to 256-512 channels at 4x4 (all layers together 1.2x); 0.4x
+    on the 3-channel stem and 0.6-0.7x on 512 channels at 2x2.
 
     Parameters
     ----------
