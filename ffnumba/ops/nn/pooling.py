@@ -178,7 +178,7 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
 
 # ------------------------------------------------------------------ CPU kernels
 
-@njit(**JIT)
+@njit(inline='always', **JIT)   # no compile of its own (cold start)
 def _bounds(o, s, p, k, i):
     """``(start, end)`` clipped to the padded input, then ``(lo, hi)`` clipped to the input."""
     start = o * s - p
@@ -186,7 +186,7 @@ def _bounds(o, s, p, k, i):
     return start, end, max(start, 0), min(end, i)
 
 
-@njit(**JIT)
+@njit(inline='always', **JIT)   # no compile of its own (cold start)
 def _row_setup(g, W, include_pad):
     """Per-kw valid output ranges and per-ow window widths (padded or clipped) of one row."""
     KW, SW, PW, OW = g[2], g[5], g[8], g[11]
