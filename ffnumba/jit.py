@@ -5,6 +5,8 @@ templates (:mod:`ffnumba.ops.templates`) and the optimizer update kernels
 (:mod:`ffnumba.optimizer.kernels`):
 
 * :data:`JIT` / :data:`FASTMATH`: the options of every CPU ``@njit`` kernel;
+* :func:`lazy_njit` / :class:`LazyKernel`: template kernels whose numba
+  dispatcher is created on first call (cheaper ``import ffnumba``);
 * :func:`import_cuda`, :class:`LazyCudaKernel`, :func:`launch_1d`,
   :data:`GPU_THREADS`, :data:`fill_gpu`: GPU kernels built on first use (so
   importing ffnumba never needs numba-cuda) and launched as grid-stride loops;
@@ -18,12 +20,13 @@ It imports only numpy and numba; nothing in ffnumba sits below it but the
 standard library.
 """
 import functools
+import threading
 
 import numpy as np
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
            'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',
-           'direct']
+           'direct', 'LazyKernel', 'lazy_njit']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
 cuda = None
@@ -48,6 +51,56 @@ FASTMATH = {'nsz', 'arcp', 'contract', 'afn', 'reassoc'}
 JIT = dict(cache=True, nogil=True, fastmath=FASTMATH, error_model='numpy')
 #: Threads per block for template GPU kernels (tests shrink it to hit block edges).
 GPU_THREADS = 256
+
+
+class LazyKernel:
+    """A CPU kernel whose numba dispatcher is built on its first call.
+
+    Creating a numba dispatcher costs about 0.1 ms (signature inspection and
+    the disk-cache setup) even when it never runs; the templates build a
+    kernel pair for each of a few hundred operators and optimizers, most of
+    which a program never calls, so building them on first use takes that
+    share off ``import ffnumba``. Only for kernels that Python code calls
+    (numba cannot type a call to this wrapper from another kernel). The
+    dispatcher is the one ``build()`` returns, so its disk-cache entry is
+    the same as an eagerly decorated kernel's.
+
+    Parameters
+    ----------
+    build : callable() -> numba dispatcher
+    """
+
+    __slots__ = ('_build', '_kernel')
+    _lock = threading.Lock()
+
+    def __init__(self, build):
+        self._build = build
+        self._kernel = None
+
+    @property
+    def kernel(self):
+        """The numba dispatcher (built now if it was not)."""
+        k = self._kernel
+        if k is None:
+            with LazyKernel._lock:     # two executor threads: one dispatcher
+                if self._kernel is None:
+                    self._kernel = self._build()
+                k = self._kernel
+        return k
+
+    def __call__(self, *args):
+        k = self._kernel
+        return (k if k is not None else self.kernel)(*args)
+
+
+def _njit_jit(fn):
+    from numba import njit
+    return njit(**JIT)(fn)
+
+
+def lazy_njit(fn):
+    """``@njit(**JIT)`` for a kernel only Python calls, built on first call (:class:`LazyKernel`)."""
+    return LazyKernel(functools.partial(_njit_jit, fn))
 
 
 class LazyCudaKernel:

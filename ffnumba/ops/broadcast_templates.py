@@ -19,7 +19,7 @@ reach ``cuda`` through this module's own global (bound by
 import numpy as np
 from numba import njit
 
-from ..jit import (JIT, LazyCudaKernel, _down, _flat, _up, fill_gpu, import_cuda,
+from ..jit import (JIT, LazyCudaKernel, _down, _flat, _up, fill_gpu, import_cuda, lazy_njit,
                    stable_cache_key)
 
 __all__ = ['make_binary_broadcast', 'make_reduce', 'broadcast_plan', 'reduce_plan']
@@ -106,7 +106,7 @@ def make_binary_broadcast(f, dfa, dfb):
     """
     stable_cache_key(f, dfa, dfb)
 
-    @njit(**JIT)
+    @lazy_njit     # built on first call (ffnumba.jit.LazyKernel)
     def fwd_cpu(a, b, out, shape, sa, sb, same):
         if same:
             for i in range(out.size):
@@ -153,7 +153,7 @@ def make_binary_broadcast(f, dfa, dfb):
                 idx[d] = 0
                 d -= 1
 
-    @njit(**JIT)
+    @lazy_njit
     def bwd_cpu(a, b, og, ga, gb, shape, sa, sb, mode_a, mode_b):
         if mode_a == 1:
             for j in range(ga.size):
@@ -388,7 +388,7 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None, empty=0.0):
     pre = pre if use_pre else _no_pre
     stable_cache_key(combine, finalize, grad, pre)
 
-    @njit(**JIT)
+    @lazy_njit     # built on first call (ffnumba.jit.LazyKernel)
     def fwd_cpu(x, out, koff, roff, swap):
         n = roff.size
         if swap:
@@ -418,7 +418,7 @@ def make_reduce(combine, finalize, grad, axes_of, pre=None, empty=0.0):
                 acc = combine(acc, x[base + roff[j]])
             out[o] = finalize(acc, n)
 
-    @njit(**JIT)
+    @lazy_njit
     def bwd_cpu(x, y, og, ig, koff, roff, add, swap):
         n = roff.size
         if swap and not use_pre:

@@ -50,8 +50,22 @@ def _field_range(f):
     return (' Range: %s.' % ', '.join(parts)) if parts else ''
 
 
+#: fname -> (op, docstring): ``ff.sym`` and ``ff.nd`` (and ``ff.nd``'s operator
+#: methods, per call) build the same text; kept while the registry holds that op.
+_BUILT = {}
+
+
 def build_doc(op, fname):
     """The numpydoc docstring of the generated function ``fname`` for ``op``."""
+    hit = _BUILT.get(fname)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    doc = _build_doc(op, fname)
+    _BUILT[fname] = (op, doc)
+    return doc
+
+
+def _build_doc(op, fname):
     body = (op.doc or '').strip() or ('Apply the %s operator.' % op.name)
     lines = [body, '']
     if fname != op.name:

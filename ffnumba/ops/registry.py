@@ -250,6 +250,14 @@ def _float_checked(op, infer_type):
 def _positional_arity(fn):
     """How many positional parameters ``fn`` takes, or None if one has a default or it
     takes ``*args`` / ``**kwargs`` (then two call forms would fit it)."""
+    code = getattr(fn, '__code__', None)
+    if inspect.isfunction(fn) and not hasattr(fn, '__wrapped__'):
+        # a plain function: read its code object (inspect.signature, at import, for
+        # every operator, took a noticeable share of `import ffnumba`)
+        if (code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+                or code.co_kwonlyargcount or fn.__defaults__):
+            return None
+        return code.co_argcount
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

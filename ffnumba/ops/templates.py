@@ -20,10 +20,9 @@ The templates for operands of different shapes (:func:`make_binary_broadcast`,
 :mod:`ffnumba.jit`; op files may import those names from here too (this
 module uses them), but ``GPU_THREADS`` is read from :mod:`ffnumba.jit` only.
 """
-from numba import njit
 
 from ..jit import (JIT, FASTMATH, LazyCudaKernel, launch_1d, import_cuda,  # noqa: F401
-                   f16_safe, stable_cache_key, fill_gpu, _flat, _up, _down)
+                   f16_safe, stable_cache_key, fill_gpu, lazy_njit, _flat, _up, _down)
 
 __all__ = ['make_unary', 'make_binary', 'JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d',
            'import_cuda', 'f16_safe', 'stable_cache_key', 'fill_gpu']
@@ -67,12 +66,12 @@ def make_unary(f, df, grad_uses='input', scalars=None):
     get = scalars or (lambda p: (0.0, 0.0))
     stable_cache_key(f, df)
 
-    @njit(**JIT)
+    @lazy_njit     # built on first call: most ops never run in a given program
     def fwd_cpu(x, out, a, b):
         for i in range(x.size):
             out[i] = f(x[i], a, b)
 
-    @njit(**JIT)
+    @lazy_njit
     def bwd_cpu(v, og, ig, add, a, b):
         if add:
             for i in range(v.size):
@@ -158,12 +157,12 @@ def make_binary(f, dfa, dfb):
     """
     stable_cache_key(f, dfa, dfb)
 
-    @njit(**JIT)
+    @lazy_njit     # built on first call: most ops never run in a given program
     def fwd_cpu(x, y, out):
         for i in range(x.size):
             out[i] = f(x[i], y[i])
 
-    @njit(**JIT)
+    @lazy_njit
     def bwd_cpu(x, y, og, ga, gb, mode_a, mode_b):
         # mode: 0 null, 1 write, 2 add
         for i in range(x.size):

@@ -37,7 +37,7 @@ NadamHP = hp_record('NadamHP', _COMMON + ' epsilon mu_t mu_t1 one_m_schedule one
 FTMLHP = hp_record('FTMLHP', _COMMON + ' epsilon c1 c2')
 
 
-@njit
+@njit(inline='always')
 def _adam_step(w, g, m, v, c, hp):
     gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
     b1, b2 = hp.beta1, hp.beta2
@@ -46,7 +46,7 @@ def _adam_step(w, g, m, v, c, hp):
     return w - hp.lr * m / (math.sqrt(v) + hp.epsilon), g, m, v, c
 
 
-@njit
+@njit(inline='always')
 def _adamax_step(w, g, m, u, c, hp):
     gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
     b1 = hp.beta1
@@ -55,7 +55,7 @@ def _adamax_step(w, g, m, u, c, hp):
     return w - hp.lr * m / u, g, m, u, c
 
 
-@njit
+@njit(inline='always')
 def _nadam_step(w, g, m, v, c, hp):
     gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
     b1, b2 = hp.beta1, hp.beta2
@@ -65,7 +65,7 @@ def _nadam_step(w, g, m, v, c, hp):
     return w - hp.lr * mbar / (math.sqrt(v / hp.c2) + hp.epsilon), g, m, v, c
 
 
-@njit
+@njit(inline='always')
 def _ftml_step(w, g, d, v, z, hp):
     gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
     b1, b2 = hp.beta1, hp.beta2

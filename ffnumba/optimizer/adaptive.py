@@ -36,21 +36,21 @@ AdaDeltaHP = hp_record('AdaDeltaHP', 'wd rescale_grad clip_gradient rho epsilon'
 FtrlHP = hp_record('FtrlHP', _COMMON + ' lamda1 beta')
 
 
-@njit
+@njit(inline='always')
 def _adagrad_step(w, g, h, b, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     h = h + gg * gg
     return w + (gg / math.sqrt(h + hp.epsilon) + w * hp.wd) * -hp.lr, g, h, b, c
 
 
-@njit
+@njit(inline='always')
 def _rmsprop_step(w, g, n, b, c, hp):
     gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
     n = (1.0 - hp.gamma1) * gg * gg + hp.gamma1 * n
     return clip(w - hp.lr * gg / math.sqrt(n + hp.epsilon), hp.clip_weights), g, n, b, c
 
 
-@njit
+@njit(inline='always')
 def _rmsprop_centered_step(w, g, n, gm, d, hp):
     g1 = hp.gamma1
     gg = clip(hp.rescale_grad * g + hp.wd * w, hp.clip_gradient)
@@ -60,7 +60,7 @@ def _rmsprop_centered_step(w, g, n, gm, d, hp):
     return clip(w + d, hp.clip_weights), g, n, gm, d
 
 
-@njit
+@njit(inline='always')
 def _adadelta_step(w, g, acc_g, acc_d, c, hp):
     gs = hp.rescale_grad * g
     gg = clip(gs, hp.clip_gradient)
@@ -71,7 +71,7 @@ def _adadelta_step(w, g, acc_g, acc_d, c, hp):
     return w - (delta + hp.wd * w), gs, acc_g, acc_d, c
 
 
-@njit
+@njit(inline='always')
 def _ftrl_step(w, g, z, n, c, hp):
     lr, lam = hp.lr, hp.lamda1
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)

@@ -52,7 +52,7 @@ __all__ = ['LAMB', 'LARS']
 LAMBHP = hp_record('LAMBHP', 'lr wd rescale_grad clip_gradient beta1 beta2 epsilon c1 c2')
 
 
-@njit
+@njit(inline='always')
 def _lamb_phase1_step(w, g, m, v, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     m = hp.beta1 * m + (1.0 - hp.beta1) * gg

@@ -32,7 +32,7 @@ from .kernels import clip, hp_record, make_update
 __all__ = ['SGD', 'ccSGD', 'NAG', 'Signum', 'SGLD', 'DCASGD']
 
 
-@njit
+@njit(inline='always')
 def _sign(x):
     if x > 0.0:
         return 1.0
@@ -50,20 +50,20 @@ DCASGDHP = hp_record('DCASGDHP', _COMMON + ' lamda')
 DCASGDMomHP = hp_record('DCASGDMomHP', _COMMON + ' momentum lamda')
 
 
-@njit
+@njit(inline='always')
 def _sgd_step(w, g, a, b, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     return (1.0 - hp.lr * hp.wd) * w - hp.lr * gg, g, a, b, c
 
 
-@njit
+@njit(inline='always')
 def _sgd_mom_step(w, g, m, b, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     m = hp.momentum * m - hp.lr * hp.wd * w - hp.lr * gg
     return w + m, g, m, b, c
 
 
-@njit
+@njit(inline='always')
 def _nag_mom_step(w, g, m, b, c, hp):
     lr, wd, mu = hp.lr, hp.wd, hp.momentum
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
@@ -72,13 +72,13 @@ def _nag_mom_step(w, g, m, b, c, hp):
     return w2, g, m1 - lr * (gg + wd * w2), b, c
 
 
-@njit
+@njit(inline='always')
 def _signsgd_step(w, g, a, b, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     return (1.0 - hp.lr * hp.wd) * w - hp.lr * _sign(gg), g, a, b, c
 
 
-@njit
+@njit(inline='always')
 def _signum_step(w, g, m, b, c, hp):
     mu = hp.momentum
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
@@ -86,20 +86,20 @@ def _signum_step(w, g, m, b, c, hp):
     return (1.0 - hp.lr * hp.wd_lh) * w + hp.lr * _sign(m), g, m, b, c
 
 
-@njit
+@njit(inline='always')
 def _sgld_step(w, g, noise, b, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     return w - hp.lr / 2.0 * (gg + hp.wd * w) + noise, g, noise, b, c
 
 
-@njit
+@njit(inline='always')
 def _dcasgd_step(w, g, prev, b, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     m = -hp.lr * (gg + hp.wd * w + hp.lamda * gg * gg * (w - prev))
     return w + m, g, w, b, c
 
 
-@njit
+@njit(inline='always')
 def _dcasgd_mom_step(w, g, m, prev, c, hp):
     gg = clip(hp.rescale_grad * g, hp.clip_gradient)
     m = hp.momentum * m - hp.lr * (gg + hp.wd * w + hp.lamda * gg * gg * (w - prev))

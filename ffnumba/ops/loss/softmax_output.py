@@ -119,13 +119,13 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
 
 # ------------------------------------------------------------------ CPU kernels
 
-@njit
+@njit(inline='always')
 def _is_ignored(lab, ignore):
     """Whether label value ``lab`` truncates to ``ignore`` (NaN and huge values never do)."""
     return lab == lab and abs(lab) < 2.0 ** 62 and math.trunc(lab) == ignore
 
 
-@njit
+@njit(inline='always')
 def _label_grad(o, lab, k, K, scale, ignore, use_ignore, alpha):
     """Gradient of class ``k`` with softmax output ``o`` and label ``lab`` (no head grad).
 
@@ -165,7 +165,7 @@ def _check_labels(label, rows, K, ignore, use_ignore_or_count):
     return bad, cnt
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', inline='always')
 def _grad_at(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has_og, i, k, s):
     """Gradient element ``(i, k, s)`` of the softmax outputs ``out`` (n, K, S)."""
     g = _label_grad(out[i, k, s], label[i * out.shape[2] + s], k, out.shape[1], scale, ignore,
@@ -178,7 +178,7 @@ def _grad_at(out, label, grad, ograd, scale, ignore, use_ignore, alpha, add, has
         grad[i, k, s] = g
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', inline='always')
 def _prob_at(out, label, grad, ograd, scale, add, has_og, i):
     """Gradient element ``i`` against a probability label of the output's shape."""
     g = (out[i] - label[i]) * scale

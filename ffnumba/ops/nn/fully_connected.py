@@ -102,15 +102,21 @@ def _fc_forward(x, w, b, out, has_bias):
 
 
 @njit(**JIT)
-def _dot_into(a, b, out, scratch, add):
-    """``out = a @ b`` (or ``out += a @ b`` through ``scratch``)."""
+def _dot_into(a, b, out, scratch, add, ta):
+    """``out = op(a) @ b`` (or ``out += op(a) @ b`` through ``scratch``); ``op(a) = a.T`` if ``ta``.
+
+    Both gradients call it with C-contiguous operands (the transpose is taken
+    inside), so it compiles and loads one signature per dtype.
+    """
+    dst = scratch if add else out
+    if ta:
+        np.dot(a.T, b, dst)
+    else:
+        np.dot(a, b, dst)
     if add:
-        np.dot(a, b, scratch)
         for i in range(out.shape[0]):
             for j in range(out.shape[1]):
                 out[i, j] += scratch[i, j]
-    else:
-        np.dot(a, b, out)
 
 
 @njit(**JIT)
@@ -172,13 +178,13 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     w = inputs[1]
     og = out_grads[0].reshape(M, H)
     # dx = og @ w, dW = og^T @ x
-    for i, a, b in ((0, og, w), (1, og.T, x)):
+    for i, a, b, ta in ((0, og, w, False), (1, og, x, True)):
         if req[i] == 'null':
             continue
         add = req[i] == 'add'
-        dst = in_grads[i].reshape(a.shape[0], b.shape[1])
+        dst = in_grads[i].reshape(a.shape[1] if ta else a.shape[0], b.shape[1])
         scratch = _scratch(ctx, 'fc_scratch%d' % i, dst.shape, dst.dtype) if add else dst
-        _dot_into(a, b, dst, scratch, add)
+        _dot_into(a, b, dst, scratch, add, ta)
     if not p.no_bias and req[2] != 'null':
         _bias_grad(og, in_grads[2], req[2] == 'add')
 

@@ -80,7 +80,7 @@ class SoftmaxActivationParam(Params):
 # One ``(o, i)`` row (the K entries along axis 1) per call: the CPU kernels loop
 # over the rows, the GPU kernels give each thread a row (grid-stride).
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', inline='always')
 def _row_len(lens, use_len, n_k, o, i):
     """The row's valid length: ``lens[o, i]`` clipped to ``[0, K]``, or ``K``."""
     if use_len:
@@ -88,7 +88,7 @@ def _row_len(lens, use_len, n_k, o, i):
     return n_k
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', inline='always')
 def _fwd_row(x, inv_t, log, lens, use_len, y, o, i):
     """Softmax of row ``(o, i)``; entries past its length are 0.
 
@@ -119,7 +119,7 @@ def _fwd_row(x, inv_t, log, lens, use_len, y, o, i):
             y[o, k, i] = math.exp(x[o, k, i] * inv_t - m) * r
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', inline='always')
 def _bwd_row(y, og, inv_t, log, lens, use_len, add, gx, o, i):
     """The data gradient of row ``(o, i)`` from the output ``y``; 0 past its length."""
     n_k = y.shape[1]

@@ -47,6 +47,19 @@ class TestAvgSumPooling(OpCase):
         return [_ref(p, data)[0]]
 
 
+class TestWholePlanePooling(OpCase):
+    """Windows that are each whole plane (global pooling): the flat ``_global_pool`` kernels."""
+    op = 'Pooling'
+    params = [dict(pool_type='sum', global_pool=True),
+              dict(pool_type='max', global_pool=True),
+              dict(kernel=(3, 4), pool_type='avg', count_include_pad=False),
+              dict(kernel=(4, 5), stride=(4, 4), pool_type='avg', pooling_convention='same')]
+    shapes = [dict(data=(2, 3, 3, 4))]
+
+    def reference(self, p, data):
+        return [_ref(p, data)[0]]
+
+
 class TestLpPooling(OpCase):
     op = 'Pooling'
     params = [dict(kernel=(2, 2), pool_type='lp', p_value=1),
@@ -361,3 +374,49 @@ def test_plane_split_kernels_match_serial(pool_type, data, write):
         pl._pool_bwd(*args, dx1.reshape(-1), dims, g, mode, include, pv, write)
         pl._pool_bwd_par(*args, dx3.reshape(-1), dims, g, mode, include, pv, write, 3)
     np.testing.assert_allclose(dx1, dx3, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize('data', [(2, 3, 4, 5), (2, 3, 7), (1, 2, 2, 3, 2),
+                                  (8, 64, 9, 8)])   # the last >= PAR_MIN_SIZE: plane split
+@pytest.mark.parametrize('pool_type', ['max', 'avg', 'sum'])
+@pytest.mark.parametrize('req', ['write', 'add'])
+def test_whole_plane_pooling_matches_reference(data, pool_type, req):
+    """global_pool (and a kernel covering the input) through the flat whole-plane kernels,
+    serial and split over threads, against numpy for forward and both grad_req."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-2, 3, data).astype(np.float32)       # ties: the first maximum wins
+    head = rng.uniform(-1, 1, data[:2] + (1,) * (len(data) - 2)).astype(np.float32)
+    init = rng.uniform(-1, 1, data).astype(np.float32)
+    for p in (dict(global_pool=True, pool_type=pool_type),
+              dict(kernel=data[2:], pool_type=pool_type)):
+        y, dx = _run(p, x, head, req, init)
+        ry, rdx = _ref(p, x.astype(np.float64), head.astype(np.float64))
+        np.testing.assert_allclose(y, ry, rtol=1e-6, atol=1e-6)
+        want = rdx + (init if req == 'add' else 0)
+        np.testing.assert_allclose(dx, want, rtol=1e-6, atol=1e-6)
+
+
+def test_whole_plane_max_nan_and_empty_planes():
+    """A plane of NaN or -inf gives -inf and routes no gradient; NaN elsewhere is skipped."""
+    x = np.array([[[np.nan, np.nan], [-np.inf, -np.inf], [np.nan, 2.0]]])   # (1, 3, 2)
+    y, dx = _run(dict(global_pool=True), x, np.ones((1, 3, 1)), 'write', np.full(x.shape, 5.))
+    np.testing.assert_array_equal(y[0, :, 0], [-np.inf, -np.inf, 2.0])
+    np.testing.assert_array_equal(dx[0], [[0, 0], [0, 0], [0, 1]])
+
+
+def test_whole_plane_split_matches_serial():
+    """The plane-split whole-plane kernels equal one serial pass, bit for bit."""
+    from ffnumba.ops.nn import _global_pool as gp
+    rng = np.random.default_rng(12)
+    dims = (5, 7, 1, 3, 4)
+    x, dy = rng.uniform(-1, 1, 5 * 7 * 12), rng.uniform(-1, 1, 35)
+    for mode in (0, 1, 2):
+        y1, y3 = np.empty(35), np.empty(35)
+        gp.global_forward(x, y1, dims, mode, -np.inf, 1)
+        gp.global_forward(x, y3, dims, mode, -np.inf, 3)
+        np.testing.assert_array_equal(y1, y3)
+        for write in (True, False):
+            dx1, dx3 = np.ones(x.size), np.ones(x.size)
+            gp.global_backward(x, dy, dx1, dims, mode, write, 1)
+            gp.global_backward(x, dy, dx3, dims, mode, write, 3)
+            np.testing.assert_array_equal(dx1, dx3)
