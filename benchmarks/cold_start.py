@@ -16,7 +16,9 @@ initialises its CPU target on the first compile or cache load). Each child
 times, from just before ``import ffnumba``, the import, building the
 symbol, ``Module.bind``/``init_params``/``init_optimizer`` (SGD, momentum 0.9)
 and one ``forward_backward`` + ``update`` on random data (batch ``--batch``),
-ending when the outputs are read back. ``--rounds`` repeats everything; with
+ending when the outputs are read back. ``step`` is a second batch in the
+warm child, timed on its own: the arithmetic every batch pays, so ``warm -
+step`` is what starting costs beyond it. ``--rounds`` repeats everything; with
 several ``--roots`` (source trees, each put first on ``PYTHONPATH``) the trees
 alternate inside each round so a busy phase of the machine hits all of them,
 and the table shows the best (smallest) of the rounds.
@@ -118,6 +120,13 @@ def worker(args):
     out['first_batch'] = time.perf_counter() - tic
     out['bind'] = t_bound - t_import
     out['finite'] = bool(np.isfinite(res).all())
+    # one more batch, after the timing above: the steady-state step, so the table can
+    # show what the first batch costs beyond the arithmetic every batch pays
+    tic = time.perf_counter()
+    mod.forward_backward(ff.io.DataBatch([data], [label]))
+    mod.update()
+    mod.get_outputs()[0].asnumpy()
+    out['step'] = time.perf_counter() - tic
     if record is not None:
         out['compiles'] = record['calls']
         out['compile_seconds'] = record['top_seconds']
@@ -194,6 +203,7 @@ def main():
                     keep((root, net, 'warm'), warm['first_batch'])
                     keep((root, net, 'warm_import'), warm['import'])
                     keep((root, net, 'warm_process'), warm['process'])
+                    keep((root, net, 'step'), warm.get('step'))
                 print('round %d  %-16s %-22s cold %6.2f s   warm %5.2f s (import %.2f)'
                       % (rnd + 1, net, root[-22:], cold['first_batch'],
                          warm['first_batch'] if warm else float('nan'),
@@ -219,11 +229,14 @@ def main():
               % ('', best.get((root, 'import', 'import'), float('nan')),
                  best.get((root, 'import', 'process'), float('nan'))))
         for net in ['numba-floor'] + nets:
-            print('  %-16s cold %6.2f s [%6.2f]   warm %5.2f s [%5.2f]'
-                  % (net, best.get((root, net, 'cold'), float('nan')),
-                     best.get((root, net, 'cold_process'), float('nan')),
-                     best.get((root, net, 'warm'), float('nan')),
-                     best.get((root, net, 'warm_process'), float('nan'))))
+            nan = float('nan')
+            step = best.get((root, net, 'step'), nan)
+            warm = best.get((root, net, 'warm'), nan)
+            print('  %-16s cold %6.2f s [%6.2f]   warm %5.2f s [%5.2f]   step %5.2f s   '
+                  'warm - step %5.2f s'
+                  % (net, best.get((root, net, 'cold'), nan),
+                     best.get((root, net, 'cold_process'), nan), warm,
+                     best.get((root, net, 'warm_process'), nan), step, warm - step))
 
 
 if __name__ == '__main__':
