@@ -18,6 +18,7 @@ per thread.
 """
 import numpy as np
 
+from ...thread_pool import run_parallel
 from ._im2col import backward_range, forward_range
 
 __all__ = ['conv_forward_par', 'conv_backward_par', 'run_split', 'split_threads']
@@ -40,32 +41,15 @@ def split_threads(n):
 
 
 def run_split(part, nt):
-    """``part(t)`` for ``t`` in ``range(nt)``: ``t = 0`` here, the others on the pool.
+    """``part(t)`` for ``t`` in ``range(nt)``: ``t = 0`` here, the others on the kernel pool.
 
     The kernels are ``nogil``, so the threads run them concurrently; every
-    part is waited for before the first error is raised.
+    part is waited for before the first error is raised
+    (:func:`ffnumba.thread_pool.run_parallel`).
     """
-    from concurrent.futures import ThreadPoolExecutor
-    pool = _POOL.get('pool')
-    if pool is None or _POOL['workers'] < nt - 1:
-        pool = ThreadPoolExecutor(max_workers=nt - 1, thread_name_prefix='ffnumba-conv')
-        _POOL.update(pool=pool, workers=nt - 1)
-    futures = [pool.submit(part, t) for t in range(1, nt)]
-    err = None
-    try:
-        part(0)
-    except BaseException as e:       # noqa: B902 (re-raised below, after the others)
-        err = e
-    for f in futures:
-        try:
-            f.result()
-        except BaseException as e:   # noqa: B902
-            err = err or e
-    if err is not None:
-        raise err
+    run_parallel(part, nt, 'kernel')
 
 
-_POOL = {}
 
 
 def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nt):

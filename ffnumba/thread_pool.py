@@ -1,0 +1,101 @@
+"""Persistent thread pools and the fork-join that splits CPU work over them.
+
+One helper for every place that runs ``nogil`` work side by side: the data
+parallel executor group (one executor per CPU context), the kvstore reduce and
+update of several contexts, and the kernels that split a batch over threads
+(convolution, pooling, FullyConnected: ``ops.nn._conv_par``).
+
+``run_parallel(fn, n)`` calls ``fn(0)`` on the calling thread and
+``fn(1) .. fn(n - 1)`` on a persistent pool, waits for every call and then
+raises the first error (so no part is still writing into an array when the
+caller sees the exception). Idle pool threads block on a queue: they take no
+CPU while they wait, unlike OpenBLAS's threads, which spin after each call.
+
+Each use names its own pool (``'exec'``, ``'kernel'``, ...): a kernel split
+inside an executor that itself runs on the ``'exec'`` pool never waits for a
+thread of the pool it runs on. A call made from a thread of the pool it asks
+for runs its parts one after another instead of deadlocking.
+"""
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ['get_pool', 'run_parallel']
+
+_POOLS = {}
+_LOCK = threading.Lock()
+_LOCAL = threading.local()
+
+
+def get_pool(name, n):
+    """The persistent pool ``name`` with at least ``n`` worker threads.
+
+    Parameters
+    ----------
+    name : str
+        Which pool (``'exec'``, ``'kernel'``, ...); threads are named
+        ``ffnumba-<name>_<i>``.
+    n : int
+        Fewest workers. A smaller pool is replaced by a larger one (the old one
+        finishes its queued work and exits); sizes never shrink.
+
+    Returns
+    -------
+    concurrent.futures.ThreadPoolExecutor
+    """
+    with _LOCK:
+        pool, size = _POOLS.get(name, (None, 0))
+        if size < n:
+            old = pool
+            size = max(int(n), 1)
+            pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix='ffnumba-' + name,
+                                      initializer=_mark, initargs=(name,))
+            _POOLS[name] = (pool, size)
+            if old is not None:
+                old.shutdown(wait=False)
+        return pool
+
+
+def _mark(name):
+    _LOCAL.pool = name
+
+
+def run_parallel(fn, n, pool='kernel'):
+    """``fn(i)`` for ``i`` in ``range(n)``: ``i = 0`` on this thread, the others on ``pool``.
+
+    Parameters
+    ----------
+    fn : callable
+        Called once with each index; runs concurrently with the others, so it
+        must write disjoint data (``nogil`` numba kernels run truly in parallel).
+    n : int
+        Number of calls; ``n == 1`` calls ``fn(0)`` here, ``n <= 0`` nothing.
+    pool : str, default 'kernel'
+        The pool's name (see :func:`get_pool`). Called from a thread of that
+        same pool, the calls run here one after another.
+
+    Raises
+    ------
+    BaseException
+        The first exception any call raised (this thread's first), after
+        every call has finished.
+    """
+    n = int(n)
+    if n <= 1 or getattr(_LOCAL, 'pool', None) == pool:
+        for i in range(n):
+            fn(i)
+        return
+    executor = get_pool(pool, max(n - 1, os.cpu_count() or 1))
+    futures = [executor.submit(fn, i) for i in range(1, n)]
+    err = None
+    try:
+        fn(0)
+    except BaseException as e:       # noqa: B902 (re-raised below, after the others)
+        err = e
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as e:   # noqa: B902
+            err = err or e
+    if err is not None:
+        raise err
