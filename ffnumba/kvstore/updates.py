@@ -63,6 +63,9 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
 #: Fewest gradient elements (all parameters, one device) worth splitting over threads.
 PAR_MIN_ELEMS = 1 << 14
 
+#: Largest share of the elements one group may hold for the split to pay.
+MAX_GROUP_SHARE = 0.75
+
 
 def _groups(live, grad_arrays, n):
     """``live`` split into ``n`` groups of about equal element count, each in index order.
@@ -94,4 +97,8 @@ def _grouped(kvstore, live, grad_arrays, run):
         run(live)
         return
     groups = _groups(live, grad_arrays, nt)
+    sizes = [sum(grad_arrays[i][0].size for i in g) for g in groups]
+    if len(groups) < 2 or max(sizes) > MAX_GROUP_SHARE * sum(sizes):
+        run(live)        # one parameter dominates (LeNet's fc1): a thread hand-off only costs
+        return
     run_parallel(lambda t: run(groups[t]), len(groups), 'update')

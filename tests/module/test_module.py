@@ -285,7 +285,8 @@ def test_two_devices_parallel_reduce_and_update_equal_serial_bit_for_bit(on_kvst
     serial = train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params()
     calls = []
     real = tp.run_parallel
-    monkeypatch.setattr(updates, 'PAR_MIN_ELEMS', 0)
+    monkeypatch.setattr(updates, "PAR_MIN_ELEMS", 0)
+    monkeypatch.setattr(updates, "MAX_GROUP_SHARE", 1.0)
     monkeypatch.setattr(updates, 'run_parallel', lambda fn, n, pool: (calls.append(n),
                                                                       real(fn, n, pool)))
     par = train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params()
@@ -302,3 +303,14 @@ def test_parameter_groups_balance_sizes_and_keep_index_order():
     groups = _groups([0, 1, 2, 3, 4], grads, 2)
     assert groups == [[0, 1, 4], [2, 3]]      # 115 and 110 elements
     assert _groups([1, 3], grads, 3) == [[3], [1]]
+
+
+def test_one_dominant_parameter_is_reduced_on_one_thread(monkeypatch):
+    from ffnumba.kvstore import updates
+    calls = []
+    monkeypatch.setattr(updates, 'PAR_MIN_ELEMS', 0)
+    monkeypatch.setattr(updates, 'run_parallel', lambda *a: calls.append(a))
+    grads = [[nd.zeros(s), nd.zeros(s)] for s in ((1000,), (10,), (10,))]
+    seen = []
+    updates._grouped(ff.kv.create('local'), [0, 1, 2], grads, seen.append)
+    assert seen == [[0, 1, 2]] and not calls
