@@ -20,7 +20,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ['get_pool', 'run_parallel', 'kernel_threads', 'run_ranges']
+__all__ = ['get_pool', 'run_parallel']
 
 _POOLS = {}
 _LOCK = threading.Lock()
@@ -99,34 +99,3 @@ def run_parallel(fn, n, pool='kernel'):
             err = err or e
     if err is not None:
         raise err
-
-
-def kernel_threads(n):
-    """Threads to split ``n`` independent items over: numba's thread count, at most ``n``.
-
-    Multi-context runs cap BLAS at each context's share of the cores
-    (:func:`ffnumba.blas_threads.kernel_thread_cap`); a kernel then takes no
-    more threads than that share, so contexts running side by side do not
-    oversubscribe.
-    """
-    from numba import get_num_threads
-    from .blas_threads import kernel_thread_cap
-    nt = int(get_num_threads())
-    cap = kernel_thread_cap()     # None unless several contexts or ranks share the cores
-    if cap:
-        nt = min(nt, int(cap))
-    return max(1, min(nt, int(n)))
-
-
-def run_ranges(fn, n, min_items, pool='kernel'):
-    """``fn(lo, hi)`` over ``[0, n)`` cut into contiguous ranges, one per kernel thread.
-
-    One call ``fn(0, n)`` on this thread when ``n < min_items`` or one thread is
-    available; otherwise :func:`kernel_threads` ranges of about equal length
-    (each at least ``min_items // 2`` long) through :func:`run_parallel`.
-    """
-    nt = kernel_threads(max(1, 2 * n // max(1, min_items))) if n >= min_items else 1
-    if nt == 1:
-        fn(0, n)
-        return
-    run_parallel(lambda t: fn(n * t // nt, n * (t + 1) // nt), nt, pool)

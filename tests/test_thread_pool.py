@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from ffnumba.thread_pool import get_pool, run_parallel, run_ranges
+from ffnumba.thread_pool import get_pool, run_parallel
 
 
 def test_runs_every_part_once_with_the_first_on_the_caller():
@@ -70,47 +70,3 @@ def test_pool_grows_never_shrinks():
     a = get_pool('test-grow', 3)
     assert get_pool('test-grow', 2) is a
     assert get_pool('test-grow', 5) is not a
-
-
-@pytest.mark.parametrize('n', [0, 5, 99, 100, 1001])
-def test_run_ranges_covers_every_item_once(n, monkeypatch):
-    import ffnumba.thread_pool as tp
-    monkeypatch.setattr(tp, 'kernel_threads', lambda k: max(1, min(3, k)))
-    hits = np.zeros(n, int)
-
-    def fn(lo, hi):
-        hits[lo:hi] += 1
-    run_ranges(fn, n, 100)
-    np.testing.assert_array_equal(hits, np.ones(n, int))
-
-
-@pytest.mark.parametrize('act', ['tanh', 'relu', 'softsign'])
-@pytest.mark.parametrize('req', ['write', 'add'])
-def test_activation_split_over_threads_equals_one_pass(act, req, monkeypatch):
-    """Elementwise kernels on thread ranges give the serial values exactly."""
-    import ffnumba.thread_pool as tp
-    from ffnumba.ops.registry import OpContext, get_op
-    from ffnumba.ops import templates
-    op = get_op('Activation')
-    p = op.parse_params(dict(act_type=act))
-    rng = np.random.default_rng(0)
-    x = rng.uniform(-2, 2, (7, 3, 41, 43)).astype(np.float32)
-    dy = rng.uniform(-1, 1, x.shape).astype(np.float32)
-    ctx = OpContext(True, None, {}, rng, 'act')
-    out = {}
-    for mode in ('serial', 'split'):
-        if mode == 'split':
-            monkeypatch.setattr(templates, 'ELEMWISE_PAR_MIN', 1 << 10)
-            monkeypatch.setattr(tp, 'kernel_threads', lambda k: max(1, min(3, k)))
-            calls = []
-            real = tp.run_parallel
-            monkeypatch.setattr(tp, 'run_parallel', lambda f, n, pool: (calls.append(n),
-                                                                         real(f, n, pool)))
-        y = np.empty_like(x)
-        dx = np.full_like(x, 0.5)
-        op.forward['cpu'](ctx, p, [x], [y], [])
-        op.backward['cpu'](ctx, p, [dy], [x], [y], [dx], [req], [])
-        out[mode] = (y, dx)
-    assert calls == [3, 3]
-    for a, b in zip(out['serial'], out['split']):
-        np.testing.assert_array_equal(a, b)

@@ -24,17 +24,12 @@ from numba import njit
 
 from ..jit import (JIT, FASTMATH, LazyCudaKernel, launch_1d, import_cuda,  # noqa: F401
                    f16_safe, stable_cache_key, fill_gpu, _flat, _up, _down)
-from ..thread_pool import run_ranges
 
 __all__ = ['make_unary', 'make_binary', 'JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d',
            'import_cuda', 'f16_safe', 'stable_cache_key', 'fill_gpu']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`~ffnumba.jit.import_cuda`.
 cuda = None
-
-#: Fewest elements for which :func:`make_unary`'s CPU kernels split the flat
-#: arrays over the kernel thread pool (:func:`ffnumba.thread_pool.run_ranges`).
-ELEMWISE_PAR_MIN = 1 << 17
 
 
 
@@ -115,19 +110,15 @@ def make_unary(f, df, grad_uses='input', scalars=None):
     @f16_safe
     def forward(ctx, p, inputs, outputs, aux):
         a, b = get(p)
-        x, y = _flat(inputs[0]), _flat(outputs[0])
-        run_ranges(lambda lo, hi: fwd_cpu(x[lo:hi], y[lo:hi], a, b), x.size,
-                   ELEMWISE_PAR_MIN)
+        fwd_cpu(_flat(inputs[0]), _flat(outputs[0]), a, b)
 
     @f16_safe
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if req[0] == 'null':
             return
         a, b = get(p)
-        v = _flat(outputs[0] if use_out else inputs[0])
-        og, ig, add = _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add'
-        run_ranges(lambda lo, hi: bwd_cpu(v[lo:hi], og[lo:hi], ig[lo:hi], add, a, b), v.size,
-                   ELEMWISE_PAR_MIN)
+        v = outputs[0] if use_out else inputs[0]
+        bwd_cpu(_flat(v), _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add', a, b)
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         a, b = get(p)

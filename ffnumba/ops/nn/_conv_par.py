@@ -18,7 +18,7 @@ per thread.
 """
 import numpy as np
 
-from ...thread_pool import kernel_threads, run_parallel
+from ...thread_pool import run_parallel
 from ._im2col import backward_range, forward_range
 
 __all__ = ['conv_forward_par', 'conv_backward_par', 'run_split', 'split_threads']
@@ -29,10 +29,15 @@ def split_threads(n):
 
     Multi-context runs cap BLAS at each context's share of the cores
     (:mod:`ffnumba.blas_threads`); a convolution then takes no more threads
-    than that share, so contexts running side by side do not oversubscribe
-    (:func:`ffnumba.thread_pool.kernel_threads`).
+    than that share, so contexts running side by side do not oversubscribe.
     """
-    return kernel_threads(n)
+    from numba import get_num_threads
+    from ...blas_threads import kernel_thread_cap
+    nt = int(get_num_threads())
+    cap = kernel_thread_cap()     # None unless several contexts or ranks share the cores
+    if cap:
+        nt = min(nt, int(cap))
+    return max(1, min(nt, int(n)))
 
 
 def run_split(part, nt):
