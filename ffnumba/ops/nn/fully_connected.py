@@ -29,7 +29,8 @@ CPU: one BLAS GEMM per product. With several numba threads and at least
 ``PAR_MIN_MACS`` multiply-adds, each product is split over the kernel thread
 pool (``_conv_par.run_split``) with BLAS held to one thread: ``y`` and ``dW``
 by ranges of hidden units (each thread reads its own rows of ``W``), ``dx``
-by ranges of rows. Every output element is still one BLAS dot product over
+by ranges of rows; smaller products run on this thread with BLAS held to one
+thread (no OpenBLAS thread is woken beside the pool's). Every output element is still one BLAS dot product over
 the same operands, so the split changes no summation order inside an element
 except as OpenBLAS's kernels for the part's shape do.
 
@@ -135,15 +136,23 @@ def _fc_dw_rows(og, x, dw_part, gscr, pscr, h0, add):
         np.dot(gscr, x, dw_part)
 
 
-#: Fewest multiply-adds of one product worth splitting over threads.
-PAR_MIN_MACS = 1 << 21
+#: Fewest multiply-adds of one product worth splitting over threads. A fork-join
+#: on the pool costs about 80 us on a 2-core VM (waking the other core); a
+#: split lost up to 12M multiply-adds and won at 72M (1-thread BLAS beside it).
+PAR_MIN_MACS = 1 << 25
 
 
 def _fc_threads(M, K, H, n):
-    """Threads for a ``(M, K) x (K, H)`` product split into ``n``-long ranges."""
+    """Threads for a ``(M, K) x (K, H)`` product split into ``n``-long ranges.
+
+    0 when the kernels may use several threads but the product is too small to
+    split: it then runs here with BLAS held to one thread, so it wakes no
+    OpenBLAS thread (which would spin beside the pool's threads afterwards).
+    """
+    nt = split_threads(n // 16 if n >= 32 else 1)
     if M * K * H < PAR_MIN_MACS:
-        return 1
-    return split_threads(n // 16 if n >= 32 else 1)
+        return 0 if split_threads(2) > 1 else 1
+    return nt
 
 
 def _ranges(n, nt):
@@ -205,8 +214,12 @@ def _forward_f32(ctx, p, inputs, outputs, aux):
     out = outputs[0].reshape(M, p.num_hidden)
     H, K = w.shape
     nt = _fc_threads(M, K, H, H)
-    if nt == 1:
-        _fc_forward(x, w, b, out, not p.no_bias)
+    if nt <= 1:
+        if nt == 1:
+            _fc_forward(x, w, b, out, not p.no_bias)
+        else:
+            with numba_blas_single_thread():
+                _fc_forward(x, w, b, out, not p.no_bias)
         return
     buf = _scratch(ctx, 'fc_cols', (M * H,), out.dtype)
     rng = _ranges(H, nt)
@@ -237,20 +250,27 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     og = out_grads[0].reshape(M, H)
     K = w.shape[1]
     nt = _fc_threads(M, K, H, max(M, H))
-    if nt > 1:
+    if nt != 1:
         with numba_blas_single_thread():
-            _backward_split(ctx, og, x, w, in_grads, req, M, H, K, nt)
+            if nt > 1:
+                _backward_split(ctx, og, x, w, in_grads, req, M, H, K, nt)
+            else:
+                _backward_dots(ctx, og, x, w, in_grads, req)
     else:
-        # dx = og @ w, dW = og^T @ x
-        for i, a, b in ((0, og, w), (1, og.T, x)):
-            if req[i] == 'null':
-                continue
-            add = req[i] == 'add'
-            dst = in_grads[i].reshape(a.shape[0], b.shape[1])
-            scratch = _scratch(ctx, 'fc_scratch%d' % i, dst.shape, dst.dtype) if add else dst
-            _dot_into(a, b, dst, scratch, add)
+        _backward_dots(ctx, og, x, w, in_grads, req)
     if not p.no_bias and req[2] != 'null':
         _bias_grad(og, in_grads[2], req[2] == 'add')
+
+
+def _backward_dots(ctx, og, x, w, in_grads, req):
+    """``dx (+)= og w`` and ``dW (+)= og^T x``, one BLAS call each."""
+    for i, a, b in ((0, og, w), (1, og.T, x)):
+        if req[i] == 'null':
+            continue
+        add = req[i] == 'add'
+        dst = in_grads[i].reshape(a.shape[0], b.shape[1])
+        scratch = _scratch(ctx, 'fc_scratch%d' % i, dst.shape, dst.dtype) if add else dst
+        _dot_into(a, b, dst, scratch, add)
 
 
 def _backward_split(ctx, og, x, w, in_grads, req, M, H, K, nt):
