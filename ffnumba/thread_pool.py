@@ -20,9 +20,10 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ['get_pool', 'run_parallel']
+__all__ = ['get_pool', 'run_parallel', 'pool_used']
 
 _POOLS = {}
+_USED = set()
 _LOCK = threading.Lock()
 _LOCAL = threading.local()
 
@@ -86,6 +87,7 @@ def run_parallel(fn, n, pool='kernel'):
             fn(i)
         return
     executor = get_pool(pool, max(n - 1, os.cpu_count() or 1))
+    _USED.add(pool)
     futures = [executor.submit(fn, i) for i in range(1, n)]
     err = None
     try:
@@ -99,3 +101,13 @@ def run_parallel(fn, n, pool='kernel'):
             err = err or e
     if err is not None:
         raise err
+
+
+def pool_used(name):
+    """True once :func:`run_parallel` has split work over the pool ``name`` in this process.
+
+    Kernels too small to split ask this to choose how many BLAS threads to use:
+    beside a pool that splits other kernels, OpenBLAS's own threads (which spin
+    after each call) would take the core the pool's threads need.
+    """
+    return name in _USED

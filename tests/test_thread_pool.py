@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from ffnumba.thread_pool import get_pool, run_parallel
+from ffnumba.thread_pool import get_pool, pool_used, run_parallel
 
 
 def test_runs_every_part_once_with_the_first_on_the_caller():
@@ -70,3 +70,10 @@ def test_pool_grows_never_shrinks():
     a = get_pool('test-grow', 3)
     assert get_pool('test-grow', 2) is a
     assert get_pool('test-grow', 5) is not a
+
+
+def test_pool_used_after_a_split_only():
+    run_parallel(lambda i: None, 1, 'test-used')
+    assert not pool_used('test-used')
+    run_parallel(lambda i: None, 2, 'test-used')
+    assert pool_used('test-used')

@@ -29,8 +29,9 @@ CPU: one BLAS GEMM per product. With several numba threads and at least
 ``PAR_MIN_MACS`` multiply-adds, each product is split over the kernel thread
 pool (``_conv_par.run_split``) with BLAS held to one thread: ``y`` and ``dW``
 by ranges of hidden units (each thread reads its own rows of ``W``), ``dx``
-by ranges of rows; smaller products run on this thread with BLAS held to one
-thread (no OpenBLAS thread is woken beside the pool's). Every output element is still one BLAS dot product over
+by ranges of rows; smaller products run on this thread, with BLAS held to one
+thread once other kernels split over the pool (no OpenBLAS thread is woken
+beside the pool's). Every output element is still one BLAS dot product over
 the same operands, so the split changes no summation order inside an element
 except as OpenBLAS's kernels for the part's shape do.
 
@@ -41,6 +42,7 @@ from numba import njit
 
 from ...base import DTypeError, ShapeError
 from ...blas_threads import numba_blas_single_thread
+from ...thread_pool import pool_used
 from .. import gemm_cuda
 from ._conv_par import run_split, split_threads
 from ..params import Field, Params
@@ -145,13 +147,15 @@ PAR_MIN_MACS = 1 << 25
 def _fc_threads(M, K, H, n):
     """Threads for a ``(M, K) x (K, H)`` product split into ``n``-long ranges.
 
-    0 when the kernels may use several threads but the product is too small to
-    split: it then runs here with BLAS held to one thread, so it wakes no
-    OpenBLAS thread (which would spin beside the pool's threads afterwards).
+    0 when the product is too small to split but other kernels of this process
+    split their work over the kernel pool: it then runs here with BLAS held to
+    one thread, so it wakes no OpenBLAS thread (which would spin beside the
+    pool's threads afterwards). A network of fully-connected layers only keeps
+    BLAS's own threads for its products.
     """
     nt = split_threads(n // 16 if n >= 32 else 1)
     if M * K * H < PAR_MIN_MACS:
-        return 0 if split_threads(2) > 1 else 1
+        return 0 if split_threads(2) > 1 and pool_used('kernel') else 1
     return nt
 
 

@@ -176,6 +176,7 @@ def test_thread_split_matches_numpy(req, shape, small, monkeypatch):
     splits = []
     real = fcm.run_split
     monkeypatch.setattr(fcm, 'PAR_MIN_MACS', 1 << 60 if small else 0)
+    monkeypatch.setattr(fcm, 'pool_used', lambda name: True)
     monkeypatch.setattr(fcm, 'split_threads', lambda n: max(1, min(3, n)))
     monkeypatch.setattr(fcm, 'run_split', lambda part, nt: (splits.append(nt), real(part, nt)))
     op = get_op('FullyConnected')
