@@ -153,10 +153,9 @@ def _fc_threads(M, K, H, n):
     pool's threads afterwards). A network of fully-connected layers only keeps
     BLAS's own threads for its products.
     """
-    nt = split_threads(n // 16 if n >= 32 else 1)
     if M * K * H < PAR_MIN_MACS:
-        return 0 if split_threads(2) > 1 and pool_used('kernel') else 1
-    return nt
+        return 0 if pool_used('kernel') and split_threads(2) > 1 else 1
+    return split_threads(n // 16 if n >= 32 else 1)
 
 
 def _ranges(n, nt):
