@@ -64,6 +64,14 @@ def _mark(name):
 def run_parallel(fn, n, pool='kernel'):
     """``fn(i)`` for ``i`` in ``range(n)``: ``i = 0`` on this thread, the others on ``pool``.
 
+    Each call is claimed once, by whichever thread gets to it first: after its
+    own part this thread runs every part that no pool thread has started yet,
+    and waits only for the parts pool threads are running. A pool thread that
+    the OS has not scheduled (another process holds the core) therefore never
+    delays the caller by more than the part it is already running, and a part
+    shorter than waking another core is simply run here. Part ``i`` is always
+    one call with the same argument, so who runs it does not change any value.
+
     Parameters
     ----------
     fn : callable
@@ -78,8 +86,8 @@ def run_parallel(fn, n, pool='kernel'):
     Raises
     ------
     BaseException
-        The first exception any call raised (this thread's first), after
-        every call has finished.
+        The first exception any call raised (in index order), after every
+        started call has finished.
     """
     n = int(n)
     if n <= 1 or getattr(_LOCAL, 'pool', None) == pool:
@@ -88,19 +96,34 @@ def run_parallel(fn, n, pool='kernel'):
         return
     executor = get_pool(pool, max(n - 1, os.cpu_count() or 1))
     _USED.add(pool)
-    futures = [executor.submit(fn, i) for i in range(1, n)]
-    err = None
-    try:
-        fn(0)
-    except BaseException as e:       # noqa: B902 (re-raised below, after the others)
-        err = e
-    for f in futures:
+    claims = [threading.Lock() for _ in range(n)]
+    done = [threading.Event() for _ in range(n)]
+    errors = [None] * n
+
+    def run(i):
         try:
-            f.result()
-        except BaseException as e:   # noqa: B902
-            err = err or e
-    if err is not None:
-        raise err
+            fn(i)
+        except BaseException as e:   # noqa: B902 (re-raised by the caller)
+            errors[i] = e
+        finally:
+            done[i].set()
+
+    def worker(i):
+        if claims[i].acquire(False):
+            run(i)
+
+    for i in range(1, n):
+        executor.submit(worker, i)
+    claims[0].acquire()
+    run(0)
+    for i in range(1, n):
+        if claims[i].acquire(False):     # not started by a pool thread: run it here
+            run(i)
+    for i in range(1, n):
+        done[i].wait()
+    for e in errors:
+        if e is not None:
+            raise e
 
 
 def pool_used(name):
