@@ -22,7 +22,8 @@ DOC = os.path.join(ROOT, 'docs', 'architecture.md')
 LAYERS = [
     ('foundation', ['ffnumba.base', 'ffnumba.attribute', 'ffnumba.name', 'ffnumba.random',
                     'ffnumba.dtype', 'ffnumba.context', 'ffnumba.registry',
-                    'ffnumba.compile_notice', 'ffnumba.blas_threads', 'ffnumba.util']),
+                    'ffnumba.compile_notice', 'ffnumba.blas_threads', 'ffnumba.thread_pool',
+                    'ffnumba.util']),
     ('jit', ['ffnumba.jit']),
     ('ops', ['ffnumba.ops', 'ffnumba.ops.*']),
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),

@@ -24,6 +24,12 @@ def _copy_into(dst, src):
     dst._copy_from(src)
 
 
+def _on_host(buf, vals):
+    """True when ``buf`` and every NDArray of ``vals`` keep their values in host memory."""
+    from ..ndarray._device import host_compute
+    return all(host_compute(a.context) for a in [buf] + list(vals))
+
+
 class KVStore(KVStoreBase):
     """A single-process key-value store (MXNet ``kv.create('local')``).
 
@@ -96,8 +102,14 @@ class KVStore(KVStoreBase):
         if buf is None or buf.shape != stored.shape or buf.dtype != stored.dtype:
             buf = zeros(stored.shape, stored.context, stored.dtype)
             self._buf[k] = buf
-        buf._copy_from(vals[0])
-        for v in vals[1:]:
+        rest = vals[1:]
+        hosts = [v._host() for v in vals[:2]] if _on_host(buf, vals[:2]) else None
+        if hosts is not None and len(hosts) == 2 and all(h.dtype == buf.dtype for h in hosts):
+            np.add(hosts[0], hosts[1], out=buf._host())    # one pass: (v0 + v1), as below
+            rest = vals[2:]
+        else:
+            buf._copy_from(vals[0])
+        for v in rest:
             buf._add_from(v)
         return buf
 

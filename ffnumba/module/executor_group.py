@@ -7,10 +7,7 @@ the GIL), merges their outputs along the batch axis and leaves the per-device
 gradients for the kvstore to reduce (reference ``mxnet_api.md`` section 8).
 """
 import logging
-import os
-import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -18,6 +15,7 @@ from ..base import FFError, ShapeError, get_logger
 from ._checks import per_device_groups
 from ..ndarray._device import host_compute
 from ..ndarray.ndarray import NDArray
+from ..thread_pool import run_parallel
 from ..blas_threads import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
 
 __all__ = ['DataParallelExecutorGroup', '_split_input_slice']
@@ -68,23 +66,6 @@ def _split_input_slice(batch_size, work_load_list):
                                                            list(work_load_list)))
         slices.append(slice(begin, end))
     return slices
-
-
-_POOL = {'pool': None, 'size': 0}
-_POOL_LOCK = threading.Lock()
-
-
-def _pool(n):
-    """A persistent thread pool with at least ``n`` workers."""
-    with _POOL_LOCK:
-        if _POOL['size'] < n:
-            old = _POOL['pool']
-            _POOL['pool'] = ThreadPoolExecutor(max_workers=max(n, os.cpu_count() or 1),
-                                               thread_name_prefix='ffnumba-exec')
-            _POOL['size'] = max(n, os.cpu_count() or 1)
-            if old is not None:
-                old.shutdown(wait=False)
-        return _POOL['pool']
 
 
 def _host(x):
@@ -399,20 +380,7 @@ class DataParallelExecutorGroup:
                 if cap is not None:
                     _limit_blas_threads(cap, shared=n > 1)
             return
-        pool = _pool(n - 1)
-        futures = [pool.submit(fn, i) for i in range(1, n)]
-        err = None
-        try:
-            fn(0)
-        except BaseException as e:  # wait for the others before raising
-            err = e
-        for f in futures:
-            try:
-                f.result()
-            except BaseException as e:
-                err = err or e
-        if err is not None:
-            raise err
+        run_parallel(fn, n, 'exec')
 
     def _loader(self, data_batch):
         """Return ``load(i)`` copying device ``i``'s slice of ``data_batch``."""

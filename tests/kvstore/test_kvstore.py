@@ -156,3 +156,20 @@ def test_dist_without_mpi4py_says_how_to_install():
     else:
         kv = kvs.create('dist_sync')
         assert kv.num_workers >= 1
+
+
+def test_local_push_sums_in_device_order_bit_for_bit():
+    """Two host values are added in one pass, further ones after: ((v0 + v1) + v2) + v3."""
+    import ffnumba as ff
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 4):
+        vals = [rng.standard_normal(1000).astype(np.float32) * 10 ** i for i in range(n)]
+        kv = ff.kv.create('local')
+        kv.init('w', ff.nd.zeros(1000))
+        kv.push('w', [ff.nd.array(v) for v in vals])
+        out = ff.nd.zeros(1000)
+        kv.pull('w', out=out)
+        want = vals[0].copy()
+        for v in vals[1:]:
+            want += v
+        np.testing.assert_array_equal(out.asnumpy(), want)

@@ -273,3 +273,44 @@ def test_save_checkpoint_logs_like_mxnet(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records] == [
         'Saved checkpoint to "%s-0002.params"' % prefix,
         'Saved optimizer state to "%s-0002.states"' % prefix]
+
+
+@pytest.mark.parametrize('on_kvstore', ['1', '0'])
+def test_two_devices_parallel_reduce_and_update_equal_serial_bit_for_bit(on_kvstore, monkeypatch):
+    """The kvstore reduce (and update on the store) per parameter group on threads: same bits."""
+    from ffnumba.kvstore import updates
+    import ffnumba.thread_pool as tp
+    monkeypatch.setenv('MXNET_UPDATE_ON_KVSTORE', on_kvstore)
+    monkeypatch.setattr(updates, 'PAR_MIN_ELEMS', 1 << 40)
+    serial = train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params()
+    calls = []
+    real = tp.run_parallel
+    monkeypatch.setattr(updates, "PAR_MIN_ELEMS", 0)
+    monkeypatch.setattr(updates, "MAX_GROUP_SHARE", 1.0)
+    monkeypatch.setattr(updates, 'run_parallel', lambda fn, n, pool: (calls.append(n),
+                                                                      real(fn, n, pool)))
+    par = train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params()
+    assert calls and all(n == 2 for n in calls)
+    for d1, d2 in zip(serial, par):
+        assert sorted(d1) == sorted(d2)
+        for k in d1:
+            np.testing.assert_array_equal(d1[k].asnumpy(), d2[k].asnumpy(), err_msg=k)
+
+
+def test_parameter_groups_balance_sizes_and_keep_index_order():
+    from ffnumba.kvstore.updates import _groups
+    grads = [[np.zeros(s)] for s in (100, 10, 60, 50, 5)]
+    groups = _groups([0, 1, 2, 3, 4], grads, 2)
+    assert groups == [[0, 1, 4], [2, 3]]      # 115 and 110 elements
+    assert _groups([1, 3], grads, 3) == [[3], [1]]
+
+
+def test_one_dominant_parameter_is_reduced_on_one_thread(monkeypatch):
+    from ffnumba.kvstore import updates
+    calls = []
+    monkeypatch.setattr(updates, 'PAR_MIN_ELEMS', 0)
+    monkeypatch.setattr(updates, 'run_parallel', lambda *a: calls.append(a))
+    grads = [[nd.zeros(s), nd.zeros(s)] for s in ((1000,), (10,), (10,))]
+    seen = []
+    updates._grouped(ff.kv.create('local'), [0, 1, 2], grads, seen.append)
+    assert seen == [[0, 1, 2]] and not calls

@@ -4,20 +4,21 @@ OpenBLAS's own threads help large GEMMs, but a convolution issues many
 mid-sized ones (one per chunk of samples and group) and its im2col, col2im,
 gather and scatter copies run on one thread whatever BLAS does; on a busy
 machine every multi-threaded GEMM also waits for its helper thread to be
-scheduled. Here each of ``nt`` threads (``numba.get_num_threads()``, a small
-``ThreadPoolExecutor``) runs the serial ``nogil`` drivers of :mod:`._im2col`
-on its own contiguous range of samples with its own scratch, while BLAS is
-held to one thread
+scheduled. Here each of ``nt`` parts (``numba.get_num_threads()`` threads of
+the persistent ``'kernel'`` pool of :mod:`ffnumba.thread_pool`) runs the
+serial ``nogil`` drivers of :mod:`._im2col` on its own contiguous range of
+samples with its own scratch, while BLAS is held to one thread
 (:class:`ffnumba.blas_threads.numba_blas_single_thread`): copies
 and GEMMs both scale, and each call is one fork-join. The serial kernels are
 the ones one thread runs anyway, so threads add no compilation (a numba
 ``prange`` version of these drivers cost about 12 s of compiling on a cold
 start of LeNet). ``dx`` and ``y`` rows
-belong to one thread; the weight gradient is summed from one partial ``dw``
-per thread.
+belong to one part; the weight gradient is summed from one partial ``dw``
+per part, in part order (the same whichever thread ran a part).
 """
 import numpy as np
 
+from ...thread_pool import run_parallel
 from ._im2col import backward_range, forward_range
 
 __all__ = ['conv_forward_par', 'conv_backward_par', 'run_split', 'split_threads']
@@ -40,32 +41,14 @@ def split_threads(n):
 
 
 def run_split(part, nt):
-    """``part(t)`` for ``t`` in ``range(nt)``: ``t = 0`` here, the others on the pool.
+    """``part(t)`` for ``t`` in ``range(nt)``: ``t = 0`` here, the others on the kernel pool.
 
-    The kernels are ``nogil``, so the threads run them concurrently; every
-    part is waited for before the first error is raised.
+    The kernels are ``nogil``, so the threads run them concurrently; a part
+    no pool thread has started when this thread is done runs here; every
+    part is waited for before the first error is raised
+    (:func:`ffnumba.thread_pool.run_parallel`).
     """
-    from concurrent.futures import ThreadPoolExecutor
-    pool = _POOL.get('pool')
-    if pool is None or _POOL['workers'] < nt - 1:
-        pool = ThreadPoolExecutor(max_workers=nt - 1, thread_name_prefix='ffnumba-conv')
-        _POOL.update(pool=pool, workers=nt - 1)
-    futures = [pool.submit(part, t) for t in range(1, nt)]
-    err = None
-    try:
-        part(0)
-    except BaseException as e:       # noqa: B902 (re-raised below, after the others)
-        err = e
-    for f in futures:
-        try:
-            f.result()
-        except BaseException as e:   # noqa: B902
-            err = err or e
-    if err is not None:
-        raise err
-
-
-_POOL = {}
+    run_parallel(part, nt, 'kernel')
 
 
 def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nt):

@@ -25,13 +25,26 @@ flatten=False   ``(d0, ..., dk)``     ``(H, dk)``, ``(H,)`` ``(d0, ..., d(k-1), 
 Shape inference runs both ways: the weight and bias shapes follow from the
 data, and with ``flatten=True`` the batch size follows from a known output.
 
+CPU: one BLAS GEMM per product. With several numba threads and at least
+``PAR_MIN_MACS`` multiply-adds, each product is split over the kernel thread
+pool (``_conv_par.run_split``) with BLAS held to one thread: ``y`` and ``dW``
+by ranges of hidden units (each thread reads its own rows of ``W``), ``dx``
+by ranges of rows; smaller products run on this thread, with BLAS held to one
+thread once other kernels split over the pool (no OpenBLAS thread is woken
+beside the pool's). Every output element is still one BLAS dot product over
+the same operands, so the split changes no summation order inside an element
+except as OpenBLAS's kernels for the part's shape do.
+
 Source: MXNet 1.x ``FullyConnected`` operator documentation.
 """
 import numpy as np
 from numba import njit
 
 from ...base import DTypeError, ShapeError
+from ...blas_threads import numba_blas_single_thread
+from ...thread_pool import pool_used
 from .. import gemm_cuda
+from ._conv_par import run_split, split_threads
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda
@@ -102,6 +115,54 @@ def _fc_forward(x, w, b, out, has_bias):
 
 
 @njit(**JIT)
+def _fc_forward_cols(x, w_part, b, out, scr, h0, has_bias):
+    """``out[:, h0:h0+Hp] = x @ w_part^T (+ b)`` through ``scr`` ``(M, Hp)``."""
+    np.dot(x, w_part.T, scr)
+    for m in range(out.shape[0]):
+        for h in range(scr.shape[1]):
+            out[m, h0 + h] = scr[m, h] + b[h0 + h] if has_bias else scr[m, h]
+
+
+@njit(**JIT)
+def _fc_dw_rows(og, x, dw_part, gscr, pscr, h0, add):
+    """``dw_part (+)= og[:, h0:h0+Hp]^T @ x``: the head gradient's columns copied to ``gscr``."""
+    for h in range(gscr.shape[0]):
+        for m in range(og.shape[0]):
+            gscr[h, m] = og[m, h0 + h]
+    if add:
+        np.dot(gscr, x, pscr)
+        for i in range(dw_part.shape[0]):
+            for j in range(dw_part.shape[1]):
+                dw_part[i, j] += pscr[i, j]
+    else:
+        np.dot(gscr, x, dw_part)
+
+
+#: Fewest multiply-adds of one product worth splitting over threads. A fork-join
+#: on the pool costs about 80 us on a 2-core VM (waking the other core); a
+#: split lost up to 12M multiply-adds and won at 72M (1-thread BLAS beside it).
+PAR_MIN_MACS = 1 << 25
+
+
+def _fc_threads(M, K, H, n):
+    """Threads for a ``(M, K) x (K, H)`` product split into ``n``-long ranges.
+
+    0 when the product is too small to split but other kernels of this process
+    split their work over the kernel pool: it then runs here with BLAS held to
+    one thread, so it wakes no OpenBLAS thread (which would spin beside the
+    pool's threads afterwards). A network of fully-connected layers only keeps
+    BLAS's own threads for its products.
+    """
+    if M * K * H < PAR_MIN_MACS:
+        return 0 if pool_used('kernel') and split_threads(2) > 1 else 1
+    return split_threads(n // 16 if n >= 32 else 1)
+
+
+def _ranges(n, nt):
+    return [(n * t // nt, n * (t + 1) // nt) for t in range(nt)]
+
+
+@njit(**JIT)
 def _dot_into(a, b, out, scratch, add, ta):
     """``out = op(a) @ b`` (or ``out += op(a) @ b`` through ``scratch``); ``op(a) = a.T`` if ``ta``.
 
@@ -159,15 +220,34 @@ def _forward_f32(ctx, p, inputs, outputs, aux):
     x, M = _as2d(p, inputs[0], p.num_hidden)
     w = inputs[1]
     b = inputs[2] if not p.no_bias else w[0]
-    _fc_forward(x, w, b, outputs[0].reshape(M, p.num_hidden), not p.no_bias)
+    out = outputs[0].reshape(M, p.num_hidden)
+    H, K = w.shape
+    nt = _fc_threads(M, K, H, H)
+    if nt <= 1:
+        if nt == 1:
+            _fc_forward(x, w, b, out, not p.no_bias)
+        else:
+            with numba_blas_single_thread():
+                _fc_forward(x, w, b, out, not p.no_bias)
+        return
+    buf = _scratch(ctx, 'fc_cols', (M * H,), out.dtype)
+    rng = _ranges(H, nt)
+
+    def part(t):
+        h0, h1 = rng[t]
+        _fc_forward_cols(x, w[h0:h1], b, out, buf[M * h0:M * h1].reshape(M, h1 - h0), h0,
+                         not p.no_bias)
+    with numba_blas_single_thread():
+        run_split(part, nt)
 
 
 def _scratch(ctx, key, shape, dtype):
-    buf = ctx.state.get(key) if ctx.state is not None else None
+    state = getattr(ctx, 'state', None)
+    buf = state.get(key) if state is not None else None
     if buf is None or buf.shape != shape or buf.dtype != dtype:
         buf = np.empty(shape, dtype)
-        if ctx.state is not None:
-            ctx.state[key] = buf
+        if state is not None:
+            state[key] = buf
     return buf
 
 
@@ -177,7 +257,22 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     x, M = _as2d(p, inputs[0], H)
     w = inputs[1]
     og = out_grads[0].reshape(M, H)
-    # dx = og @ w, dW = og^T @ x
+    K = w.shape[1]
+    nt = _fc_threads(M, K, H, max(M, H))
+    if nt != 1:
+        with numba_blas_single_thread():
+            if nt > 1:
+                _backward_split(ctx, og, x, w, in_grads, req, M, H, K, nt)
+            else:
+                _backward_dots(ctx, og, x, w, in_grads, req)
+    else:
+        _backward_dots(ctx, og, x, w, in_grads, req)
+    if not p.no_bias and req[2] != 'null':
+        _bias_grad(og, in_grads[2], req[2] == 'add')
+
+
+def _backward_dots(ctx, og, x, w, in_grads, req):
+    """``dx (+)= og w`` and ``dW (+)= og^T x``, one BLAS call each."""
     for i, a, b, ta in ((0, og, w, False), (1, og, x, True)):
         if req[i] == 'null':
             continue
@@ -185,8 +280,30 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         dst = in_grads[i].reshape(a.shape[1] if ta else a.shape[0], b.shape[1])
         scratch = _scratch(ctx, 'fc_scratch%d' % i, dst.shape, dst.dtype) if add else dst
         _dot_into(a, b, dst, scratch, add, ta)
-    if not p.no_bias and req[2] != 'null':
-        _bias_grad(og, in_grads[2], req[2] == 'add')
+
+
+def _backward_split(ctx, og, x, w, in_grads, req, M, H, K, nt):
+    """``dx`` by row ranges and ``dW`` by hidden-unit ranges, one part per pool thread."""
+    dx = in_grads[0].reshape(M, K) if req[0] != 'null' else None
+    dw = in_grads[1] if req[1] != 'null' else None
+    add_x, add_w = req[0] == 'add', req[1] == 'add'
+    xs = _scratch(ctx, 'fc_scratch0', (M, K), og.dtype) if add_x else dx
+    gscr = _scratch(ctx, 'fc_gcols', (H * M,), og.dtype) if dw is not None else None
+    pscr = _scratch(ctx, 'fc_scratch1', (H * K,), og.dtype) if add_w else None
+    rx, rw = _ranges(M, nt), _ranges(H, nt)
+
+    def part(t):
+        if dx is not None:
+            m0, m1 = rx[t]
+            if m1 > m0:
+                _dot_into(og[m0:m1], w, dx[m0:m1], xs[m0:m1], add_x, False)
+        if dw is not None:
+            h0, h1 = rw[t]
+            if h1 > h0:
+                _fc_dw_rows(og, x, dw[h0:h1], gscr[M * h0:M * h1].reshape(h1 - h0, M),
+                            pscr[K * h0:K * h1].reshape(h1 - h0, K) if add_w else dw[h0:h1],
+                            h0, add_w)
+    run_split(part, nt)
 
 
 # ------------------------------------------------------------------ GPU kernels

@@ -164,3 +164,39 @@ def test_mixed_dtypes_raise_dtype_error():
     w, b = np.zeros((2, 4), np.float32), np.zeros(2)
     with pytest.raises(DTypeError, match='weight'):
         op.forward['cpu'](_op_ctx(), p, [x, w, b], [np.empty((3, 2))], [])
+
+
+@pytest.mark.parametrize('small', [False, True])
+@pytest.mark.parametrize('req', ['write', 'add', 'null'])
+@pytest.mark.parametrize('shape', [(40, 7, 50), (1, 9, 64), (64, 5, 3)])
+def test_thread_split_matches_numpy(req, shape, small, monkeypatch):
+    """Products split over pool threads (H ranges for y and dW, M ranges for dx) give numpy's values."""
+    from ffnumba.ops.nn import fully_connected as fcm
+    M, K, H = shape
+    splits = []
+    real = fcm.run_split
+    monkeypatch.setattr(fcm, 'PAR_MIN_MACS', 1 << 60 if small else 0)
+    monkeypatch.setattr(fcm, 'pool_used', lambda name: True)
+    monkeypatch.setattr(fcm, 'split_threads', lambda n: max(1, min(3, n)))
+    monkeypatch.setattr(fcm, 'run_split', lambda part, nt: (splits.append(nt), real(part, nt)))
+    op = get_op('FullyConnected')
+    p = op.parse_params(dict(num_hidden=H))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((M, K))
+    w = rng.standard_normal((H, K))
+    b = rng.standard_normal(H)
+    og = rng.standard_normal((M, H))
+    out = np.empty((M, H))
+    ctx = _op_ctx()
+    op.forward['cpu'](ctx, p, [x, w, b], [out], [])
+    np.testing.assert_allclose(out, x @ w.T + b, rtol=1e-12, atol=1e-12)
+    init = [rng.standard_normal(a.shape) for a in (x, w, b)]
+    grads = [g.copy() for g in init]
+    op.backward['cpu'](ctx, p, [og], [x, w, b], [out], grads, [req] * 3, [])
+    for g, i, e in zip(grads, init, [og @ w, og.T @ x, og.sum(0)]):
+        want = {'write': e, 'add': i + e, 'null': i}[req]
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+    if small:       # below the threshold: one thread, BLAS held to one thread
+        assert splits == []
+    else:
+        assert splits and all(n > 1 for n in splits)

@@ -331,10 +331,13 @@ def test_max_table_forward_matches_row_sweeps(spatial, k, s, q, conv, ties):
 
 
 @pytest.mark.parametrize('data', [(2, 3, 20, 35), (2, 3, 6, 5),
-                                  (4, 8, 32, 33), (16, 16, 16, 9)])   # >= PAR_MIN_SIZE: prange
+                                  (4, 8, 32, 33), (16, 16, 16, 9)])   # >= 2^15: split
 @pytest.mark.parametrize('pool_type', ['max', 'avg'])
-def test_pooling_wide_narrow_and_split_match_reference(data, pool_type):
+def test_pooling_wide_narrow_and_split_match_reference(data, pool_type, monkeypatch):
     """Row sweeps (wide outputs), the max table (narrow), serial and plane-split, vs numpy."""
+    from ffnumba.ops.nn import pooling as pl
+    monkeypatch.setattr(pl, 'PAR_MIN_SIZE', 1 << 15)
+    monkeypatch.setattr(pl, 'PAR_MIN_SIZE_BWD', 1 << 15)
     p = dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type=pool_type)
     x = np.random.default_rng(6).uniform(-1, 1, data)
     head = np.random.default_rng(7).uniform(-1, 1, data)

@@ -1,0 +1,136 @@
+"""Persistent thread pools and the fork-join that splits CPU work over them.
+
+One helper for every place that runs ``nogil`` work side by side: the data
+parallel executor group (one executor per CPU context), the kvstore reduce and
+update of several contexts, and the kernels that split a batch over threads
+(convolution, pooling, FullyConnected: ``ops.nn._conv_par``).
+
+``run_parallel(fn, n)`` calls ``fn(0)`` on the calling thread and
+``fn(1) .. fn(n - 1)`` on a persistent pool, waits for every call and then
+raises the first error (so no part is still writing into an array when the
+caller sees the exception). Idle pool threads block on a queue: they take no
+CPU while they wait, unlike OpenBLAS's threads, which spin after each call.
+
+Each use names its own pool (``'exec'``, ``'kernel'``, ...): a kernel split
+inside an executor that itself runs on the ``'exec'`` pool never waits for a
+thread of the pool it runs on. A call made from a thread of the pool it asks
+for runs its parts one after another instead of deadlocking.
+"""
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ['get_pool', 'run_parallel', 'pool_used']
+
+_POOLS = {}
+_USED = set()
+_LOCK = threading.Lock()
+_LOCAL = threading.local()
+
+
+def get_pool(name, n):
+    """The persistent pool ``name`` with at least ``n`` worker threads.
+
+    Parameters
+    ----------
+    name : str
+        Which pool (``'exec'``, ``'kernel'``, ...); threads are named
+        ``ffnumba-<name>_<i>``.
+    n : int
+        Fewest workers. A smaller pool is replaced by a larger one (the old one
+        finishes its queued work and exits); sizes never shrink.
+
+    Returns
+    -------
+    concurrent.futures.ThreadPoolExecutor
+    """
+    with _LOCK:
+        pool, size = _POOLS.get(name, (None, 0))
+        if size < n:
+            old = pool
+            size = max(int(n), 1)
+            pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix='ffnumba-' + name,
+                                      initializer=_mark, initargs=(name,))
+            _POOLS[name] = (pool, size)
+            if old is not None:
+                old.shutdown(wait=False)
+        return pool
+
+
+def _mark(name):
+    _LOCAL.pool = name
+
+
+def run_parallel(fn, n, pool='kernel'):
+    """``fn(i)`` for ``i`` in ``range(n)``: ``i = 0`` on this thread, the others on ``pool``.
+
+    Each call is claimed once, by whichever thread gets to it first: after its
+    own part this thread runs every part that no pool thread has started yet,
+    and waits only for the parts pool threads are running. A pool thread that
+    the OS has not scheduled (another process holds the core) therefore never
+    delays the caller by more than the part it is already running, and a part
+    shorter than waking another core is simply run here. Part ``i`` is always
+    one call with the same argument, so who runs it does not change any value.
+
+    Parameters
+    ----------
+    fn : callable
+        Called once with each index; runs concurrently with the others, so it
+        must write disjoint data (``nogil`` numba kernels run truly in parallel).
+    n : int
+        Number of calls; ``n == 1`` calls ``fn(0)`` here, ``n <= 0`` nothing.
+    pool : str, default 'kernel'
+        The pool's name (see :func:`get_pool`). Called from a thread of that
+        same pool, the calls run here one after another.
+
+    Raises
+    ------
+    BaseException
+        The first exception any call raised (in index order), after every
+        started call has finished.
+    """
+    n = int(n)
+    if n <= 1 or getattr(_LOCAL, 'pool', None) == pool:
+        for i in range(n):
+            fn(i)
+        return
+    executor = get_pool(pool, max(n - 1, os.cpu_count() or 1))
+    _USED.add(pool)
+    claims = [threading.Lock() for _ in range(n)]
+    done = [threading.Event() for _ in range(n)]
+    errors = [None] * n
+
+    def run(i):
+        try:
+            fn(i)
+        except BaseException as e:   # noqa: B902 (re-raised by the caller)
+            errors[i] = e
+        finally:
+            done[i].set()
+
+    def worker(i):
+        if claims[i].acquire(False):
+            run(i)
+
+    for i in range(1, n):
+        executor.submit(worker, i)
+    claims[0].acquire()
+    run(0)
+    for i in range(1, n):
+        if claims[i].acquire(False):     # not started by a pool thread: run it here
+            run(i)
+    for i in range(1, n):
+        done[i].wait()
+    for e in errors:
+        if e is not None:
+            raise e
+
+
+def pool_used(name):
+    """True once :func:`run_parallel` has split work over the pool ``name`` in this process.
+
+    Kernels too small to split ask this to choose how many BLAS threads to use:
+    beside a pool that splits other kernels, OpenBLAS's own threads (which spin
+    after each call) would take the core the pool's threads need.
+    """
+    return name in _USED
