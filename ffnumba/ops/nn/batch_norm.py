@@ -156,13 +156,15 @@ BLOCK_ELEMS = 1 << 18
 def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
     """Normalise channels ``clo..chi``; with ``batch`` first store their batch mean and
     biased variance in ``mean`` / ``var`` (sums of ``x - x[0, c, 0]`` and of its square,
-    the shift guarding against cancellation). ``acc`` is float64 scratch ``(3, C)``."""
+    the shift guarding against cancellation; an inf or NaN shift is 0, so an inf gives
+    an inf mean as in MXNet). ``acc`` is float64 scratch ``(3, C)``."""
     n = O * I
     if batch:
         for c in range(clo, chi):
             acc[0, c] = 0.0
             acc[1, c] = 0.0
-            acc[2, c] = xf[c * I]
+            k = xf[c * I]
+            acc[2, c] = k if k - k == 0 else 0.0
         for o in range(O):
             for c in range(clo, chi):
                 b = U((o * C + c) * I)
