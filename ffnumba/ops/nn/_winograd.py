@@ -457,10 +457,10 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
 
 @njit(**JIT)
 def _finite(a):
+    s = z = a.dtype.type(0)
     for i in range(a.size):
-        if not a[i] - a[i] == 0:      # inf - inf and NaN - NaN are NaN
-            return False
-    return True
+        s += a[i] * z          # inf * 0 and NaN * 0 are NaN (a loop that vectorises)
+    return s == 0
 
 
 def all_finite(*arrays):
