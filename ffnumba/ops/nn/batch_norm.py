@@ -140,8 +140,9 @@ def _infer_type(p, in_types, aux_types):
 # Data is flat (outer, C, inner). Each kernel runs on channels ``clo..chi`` so the
 # channels split over threads (``_conv_par.run_split``), a cache-sized block of them at
 # a time, and streams through memory in order (sample by sample, the block's channels
-# contiguous) with per-channel float64 accumulators in ``acc``: the training forward reads the data twice (statistics, then
-# normalise), the evaluation forward once, the backward twice (sums, data gradient).
+# contiguous) with per-channel float64 accumulators in ``acc``: the training forward
+# reads the data twice (statistics, then normalise), the evaluation forward once, the
+# backward twice (sums, data gradient).
 
 #: Unsigned loop indices: no negative-index wrap-around test, so LLVM vectorises.
 U = np.uint64
