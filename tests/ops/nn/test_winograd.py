@@ -250,3 +250,33 @@ def test_finite_inputs_keep_winograd(monkeypatch):
     _run(p, vals, np.ones((2, 4, 6, 6)), ['write'] * 3, [np.zeros_like(v) for v in vals],
          'float32')
     assert spy.calls == ['f', 'b']
+
+
+@pytest.mark.parametrize('threads', [1, 2])
+@pytest.mark.parametrize('reqs', [['write', 'write'], ['add', 'add'], ['null', 'write'],
+                                  ['write', 'null'], ['add', 'write']])
+def test_several_chunks_per_thread(monkeypatch, threads, reqs):
+    """Chunks of one sample (five per call, split over threads): the weight gradient
+    written by the first chunk and added by the others, the padded plane re-zeroed
+    between chunks, against the numpy reference in float64."""
+    monkeypatch.setattr(wg, 'V_CHUNK_ELEMS', 1)
+    monkeypatch.setattr(wg, 'MIN_TILES', 1)
+    spy = _Spy(monkeypatch)
+    assert wg.chunk_size(5, 3, 2, 9) == 1
+    rng = np.random.default_rng(9)
+    vals = [rng.uniform(-1, 1, (5, 3, 5, 6)), rng.uniform(-1, 1, (2, 3, 3, 3))]
+    head = rng.uniform(-1, 1, (5, 2, 5, 6))
+    init = [rng.uniform(-1, 1, v.shape) for v in vals]
+    before = _set_threads(threads)
+    try:
+        y, grads = _run(dict(kernel=(3, 3), num_filter=2, pad=(1, 1), no_bias=True), vals,
+                        head, reqs, init, 'float64')
+    finally:
+        _set_threads(before)
+    assert spy.calls == ['f', 'b']
+    np.testing.assert_allclose(y, conv_forward(vals[0], vals[1], None, (3, 3), (), (1, 1),
+                                               (), 1), rtol=1e-10, atol=1e-12)
+    ref = conv_backward(vals[0], vals[1], head, (3, 3), (), (1, 1), (), 1)
+    for g, r, i0, req in zip(grads, ref, init, reqs):
+        want = {'write': r, 'add': r + i0, 'null': i0}[req]
+        np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-12)
