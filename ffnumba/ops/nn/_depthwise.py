@@ -25,7 +25,10 @@ keeps the tap-major loops of :func:`dw_forward3d` / :func:`dw_backward3d` (``M =
 
 Images are flat ``(N, C, D, H, W)`` arrays with the 5-D shape in ``dims`` (see
 :func:`_im2col.as5d`); ``g`` is the 15-int geometry of :func:`_im2col.geometry`.
-Modes are 0 (null), 1 (write), 2 (add).
+Modes are 0 (null), 1 (write), 2 (add). Non-finite values: a NaN or inf in the data
+gives the outputs im2col gives; one in the weight or head gradient can reach fewer
+border positions than through im2col (channels-last and 3-D kernels skip the taps that
+fall on padding, where im2col multiplies them by zero and gets NaN).
 """
 import numpy as np
 from numba import njit

@@ -28,6 +28,11 @@ a larger float32 error (Lavin & Gray, section 5; Barabasz et al., "Error
 analysis and improving the accuracy of Winograd convolution", 2020); it is
 not built here.
 
+Non-finite values: ``inf - inf`` in the transforms turns an inf im2col passes
+through into NaN, and ``G^T dU G`` spreads one NaN over all nine taps of a weight
+gradient, so a call whose data, weight (or head gradient) holds an inf or NaN
+runs im2col (:func:`all_finite`, one read of each): results match im2col's.
+
 Everything is linear, so the gradients are the transposed stages::
 
     dM = A dY A^T                   (output transform transposed)
@@ -59,7 +64,8 @@ from . import _im2col as ic
 from ._conv_par import run_split, split_threads
 
 __all__ = ['tiles', 'chunk_size', 'filter_transform', 'filter_transform_t', 'forward_range',
-           'backward_range', 'stride', 'forward', 'backward', 'enabled', 'eligible', 'ALPHA']
+           'backward_range', 'stride', 'forward', 'backward', 'enabled', 'eligible', 'ALPHA',
+           'all_finite']
 
 #: Input tile side (m + r - 1 for m = 2, r = 3): 16 transform positions.
 ALPHA = 4
@@ -263,8 +269,8 @@ def _input_tf_t(v, base, CL, TH, TW, padf, row):
 
 
 @njit(**JIT)
-def _output_tf(m, base, FL, TH, TW, yp, OH, OW, add, bv):
-    """``yp (+)= A^T M A + bv`` for the tiles of one output plane ``yp`` (flat, ``OH x OW``)."""
+def _output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
+    """``yp = A^T M A + bv`` for the tiles of one output plane ``yp`` (flat, ``OH x OW``)."""
     ufl = np.uint64(FL)
     uow = np.uint64(OW)
     for i in range(TH):
@@ -276,10 +282,8 @@ def _output_tf(m, base, FL, TH, TW, yp, OH, OW, add, bv):
             # rows of A^T M: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 (per column s)
             m00, m01, m02, m03 = m[o], m[o + ufl], m[o + 2 * ufl], m[o + 3 * ufl]
             m10, m11, m12, m13 = m[o + 4 * ufl], m[o + 5 * ufl], m[o + 6 * ufl], m[o + 7 * ufl]
-            m20, m21, m22, m23 = m[o + 8 * ufl], m[o + 9 * ufl], m[o + 10 * ufl], \
-                m[o + 11 * ufl]
-            m30, m31, m32, m33 = m[o + 12 * ufl], m[o + 13 * ufl], m[o + 14 * ufl], \
-                m[o + 15 * ufl]
+            m20, m21, m22, m23 = m[o + 8*ufl], m[o + 9*ufl], m[o + 10*ufl], m[o + 11*ufl]
+            m30, m31, m32, m33 = m[o + 12*ufl], m[o + 13*ufl], m[o + 14*ufl], m[o + 15*ufl]
             s00 = m00 + m10 + m20
             s01 = m01 + m11 + m21
             s02 = m02 + m12 + m22
@@ -295,22 +299,13 @@ def _output_tf(m, base, FL, TH, TW, yp, OH, OW, add, bv):
             w = np.uint64(2) * j
             d = np.uint64(h) * uow + w
             wide = w + 1 < uow
-            if add:
-                yp[d] += y00
+            yp[d] = y00
+            if wide:
+                yp[d + 1] = y01
+            if two:
+                yp[d + uow] = y10
                 if wide:
-                    yp[d + 1] += y01
-                if two:
-                    yp[d + uow] += y10
-                    if wide:
-                        yp[d + uow + 1] += y11
-            else:
-                yp[d] = y00
-                if wide:
-                    yp[d + 1] = y01
-                if two:
-                    yp[d + uow] = y10
-                    if wide:
-                        yp[d + uow + 1] = y11
+                    yp[d + uow + 1] = y11
 
 
 @njit(**JIT)
@@ -352,9 +347,9 @@ def _mat(buf, e, st, rows, cols):
 
 
 @njit(**JIT)
-def forward_range(xf, dims, uf, us, y, add, bias, has_bias, vbuf, mbuf, padbuf, nbmax, ph, pw,
+def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax, ph, pw,
                   nlo, nhi):
-    """``y (+)= conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(2x2, 3x3).
+    """``y = conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(2x2, 3x3).
 
     ``xf``: flat ``(N, C, H, W)`` (``dims``); ``uf`` / ``us``: ``U`` from
     :func:`filter_transform`; ``y``: ``(N, F, OH, OW)``; ``vbuf`` / ``mbuf``
@@ -384,8 +379,7 @@ def forward_range(xf, dims, uf, us, y, add, bias, has_bias, vbuf, mbuf, padbuf, 
             yb = y[n0 + b]
             for f in range(F):
                 bv = bias[f] if has_bias else z
-                _output_tf(mbuf, f * L + b * T, ms, TH, TW, yb[f].reshape(OH * OW), OH, OW,
-                           add, bv)
+                _output_tf(mbuf, f * L + b * T, ms, TH, TW, yb[f].reshape(OH * OW), OH, OW, bv)
 
 
 @njit(**JIT)
@@ -460,6 +454,19 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
 
 
 # ---------------------------------------------------------------- Python drivers
+
+@njit(**JIT)
+def _finite(a):
+    s = z = a.dtype.type(0)
+    for i in range(a.size):
+        s += a[i] * z          # inf * 0 and NaN * 0 are NaN (a loop that vectorises)
+    return s == 0
+
+
+def all_finite(*arrays):
+    """Whether no element of the (contiguous) arrays is an inf or NaN."""
+    return all(_finite(a.reshape(-1)) for a in arrays)
+
 
 def enabled():
     """Whether the Winograd path may run: ``FFNUMBA_CONV_WINOGRAD`` is not ``0`` (read per call)."""
@@ -541,7 +548,7 @@ def forward(state, x, w, bias, y, pad):
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
 
     def part(t):
-        forward_range(xf, dims, u, us, y, False, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],
+        forward_range(xf, dims, u, us, y, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],
                       mbuf[t * msz:(t + 1) * msz], pbuf[t * psz:(t + 1) * psz], nb,
                       pad[0], pad[1], N * t // nt, N * (t + 1) // nt)
     if nt == 1:

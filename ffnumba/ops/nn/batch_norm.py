@@ -140,8 +140,9 @@ def _infer_type(p, in_types, aux_types):
 # Data is flat (outer, C, inner). Each kernel runs on channels ``clo..chi`` so the
 # channels split over threads (``_conv_par.run_split``), a cache-sized block of them at
 # a time, and streams through memory in order (sample by sample, the block's channels
-# contiguous) with per-channel float64 accumulators in ``acc``: the training forward reads the data twice (statistics, then
-# normalise), the evaluation forward once, the backward twice (sums, data gradient).
+# contiguous) with per-channel float64 accumulators in ``acc``: the training forward
+# reads the data twice (statistics, then normalise), the evaluation forward once, the
+# backward twice (sums, data gradient).
 
 #: Unsigned loop indices: no negative-index wrap-around test, so LLVM vectorises.
 U = np.uint64
@@ -156,13 +157,15 @@ BLOCK_ELEMS = 1 << 18
 def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
     """Normalise channels ``clo..chi``; with ``batch`` first store their batch mean and
     biased variance in ``mean`` / ``var`` (sums of ``x - x[0, c, 0]`` and of its square,
-    the shift guarding against cancellation). ``acc`` is float64 scratch ``(3, C)``."""
+    the shift guarding against cancellation; an inf or NaN shift is 0, so an inf gives
+    an inf mean as in MXNet). ``acc`` is float64 scratch ``(3, C)``."""
     n = O * I
     if batch:
         for c in range(clo, chi):
             acc[0, c] = 0.0
             acc[1, c] = 0.0
-            acc[2, c] = xf[c * I]
+            k = xf[c * I]
+            acc[2, c] = k if k - k == 0 else 0.0
         for o in range(O):
             for c in range(clo, chi):
                 b = U((o * C + c) * I)

@@ -33,8 +33,9 @@ im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
 directly (no im2col); depthwise convolutions run direct kernels
 (``_depthwise``); 2-D 3x3 kernels with stride 1, dilate 1, one group, at
 least 16 input channels and an output of at least 4x4 run Winograd's
-F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), which the environment
-variable ``FFNUMBA_CONV_WINOGRAD=0`` turns off. With more than one numba thread the batch is split over
+F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016) unless an input holds an
+inf or NaN (those run im2col); the environment variable
+``FFNUMBA_CONV_WINOGRAD=0`` turns it off. With more than one numba thread the batch is split over
 threads, each on one BLAS thread (``_conv_par``). float16 is computed in
 float32 and cast at the edges. GPU: im2col + the tiled shared-memory GEMM
 (``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use direct
@@ -296,17 +297,19 @@ def empty_backward(p, out_grads, in_grads, req):
         assign(in_grads[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))), req[2])
 
 
-def _use_winograd(p, xshape, yshape):
+def _use_winograd(p, xshape, yshape, arrays):
     """Whether the CPU kernels run Winograd F(2x2, 3x3) (``_winograd``) rather than im2col.
 
     Only 2-D 3x3 kernels with stride 1, dilate 1 and one group qualify
     (:func:`_winograd.eligible`), and only where it measured faster than
     im2col: see :func:`_winograd.faster`. ``FFNUMBA_CONV_WINOGRAD=0``
-    turns the path off.
+    turns the path off. ``arrays`` (data, weight and, backward, the head
+    gradient) holding an inf or NaN run im2col, whose results they match
+    (:func:`_winograd.all_finite`).
     """
     kernel, stride, pad, dilate = spatial_params(p)
     return (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
-            and wg.faster(xshape, yshape))
+            and wg.faster(xshape, yshape) and wg.all_finite(*arrays))
 
 
 @f16_safe
@@ -322,7 +325,7 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
         dwc.forward(state, x, w, y, w.reshape(-1) if p.no_bias else inputs[2], not p.no_bias,
                     geom)
         return
-    if _use_winograd(p, x.shape, y.shape):
+    if _use_winograd(p, x.shape, y.shape, (x, w)):
         wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2])
         return
     nt = cp.split_threads(x5[0])
@@ -355,7 +358,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if not p.no_bias and req[2] != 'null':
             ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
         return
-    if _use_winograd(p, x.shape, dy.shape):
+    if _use_winograd(p, x.shape, dy.shape, (x, w, dy)):
         if mode_dx or mode_dw:
             wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
                         in_grads[1] if mode_dw else None, mode_dx, mode_dw,

@@ -125,3 +125,22 @@ def test_large_offset_small_spread(threads):
         numba.set_num_threads(before)
     np.testing.assert_allclose(outs[1], x.mean((0, 2, 3)), rtol=1e-12)
     np.testing.assert_allclose(outs[2], 1 / np.sqrt(x.var((0, 2, 3)) + 1e-12), rtol=1e-6)
+
+
+@pytest.mark.parametrize('pos', [(0, 0, 0), (1, 0, 2)])
+def test_inf_gives_inf_mean_like_mxnet(pos):
+    """An inf in a channel makes its batch mean inf (and its variance NaN), as in
+    MXNet 1.9.1, also when it sits where the shifted sums take their shift."""
+    import ffnumba as ff
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x[pos] = np.inf
+    s = ff.sym.BatchNorm(ff.sym.Variable('data'), name='bn', fix_gamma=False,
+                         output_mean_var=True)
+    exe = s.simple_bind(ff.cpu(), grad_req='null', data=x.shape)
+    exe.arg_dict['data'][:] = x
+    exe.arg_dict['bn_gamma'][:] = 1
+    exe.arg_dict['bn_beta'][:] = 0
+    exe.forward(is_train=True)
+    mean, invstd = exe.outputs[1].asnumpy(), exe.outputs[2].asnumpy()
+    assert np.isposinf(mean[0]) and np.isnan(invstd[0])
+    np.testing.assert_allclose(mean[1:], x[:, 1:].mean((0, 2)), rtol=1e-6)

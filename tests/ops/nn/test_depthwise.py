@@ -150,3 +150,23 @@ def test_float32_close_to_float64():
     np.testing.assert_allclose(y32, y64, rtol=1e-4, atol=1e-5)
     for a, b in zip(g32, g64):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize('dshape', [(2, 4, 4, 4), (2, 4, 12, 12), (2, 4, 3, 4, 4), (2, 4, 9)])
+@pytest.mark.parametrize('value', [np.nan, np.inf, -np.inf])
+def test_non_finite_data_as_im2col(dshape, value):
+    """A NaN or inf in the data reaches the same outputs and gradients as through
+    im2col (channels-last, planes, 3-D and 1-D kernels)."""
+    rng = np.random.default_rng(2)
+    nd = len(dshape) - 2
+    x = rng.uniform(-1, 1, dshape)
+    x[(1, 2) + (1,) * nd] = value
+    w = rng.uniform(-1, 1, (4, 1) + (3,) * nd)
+    p = dict(kernel=(3,) * nd, pad=(1,) * nd, num_filter=4, num_group=4, no_bias=True)
+    (y, g), (y0, g0) = _both(p, [x, w], rng.uniform(-1, 1, dshape), ['write', 'write'],
+                             [np.zeros_like(x), np.zeros_like(w)])
+    for a, b in zip([y] + g, [y0] + g0):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
+        ok = np.isfinite(b)
+        np.testing.assert_allclose(a[ok], b[ok], rtol=1e-11, atol=1e-12)

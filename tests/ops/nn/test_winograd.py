@@ -208,3 +208,75 @@ def test_float16_computes_in_float32(monkeypatch):
     exp = conv_backward(vals[0], vals[1], head, (3, 3), (), (1, 1), (), 1)
     for g, e in zip(grads, exp):
         np.testing.assert_allclose(g, e, rtol=1e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize('where', ['data', 'weight', 'head'])
+@pytest.mark.parametrize('value', [np.inf, -np.inf, np.nan])
+def test_non_finite_values_as_im2col(monkeypatch, where, value):
+    """An inf or NaN in the data, the weight or the head gradient gives the output and
+    gradients im2col gives, value for value: the transforms would turn ``inf - inf``
+    into NaN and spread one value over a whole tile, so such calls run im2col."""
+    p = dict(kernel=(3, 3), num_filter=4, pad=(1, 1))
+    rng = np.random.default_rng(6)
+    vals = [rng.uniform(-1, 1, (2, 16, 8, 8)), rng.uniform(-1, 1, (4, 16, 3, 3)),
+            rng.uniform(-1, 1, 4)]
+    head = rng.uniform(-1, 1, (2, 4, 8, 8))
+    if where == 'data':
+        vals[0][1, 3, 4, 4] = value
+    elif where == 'weight':
+        vals[1][2, 5, 0, 1] = value
+    else:
+        head[0, 1, 3, 3] = value
+    init = [np.zeros_like(v) for v in vals]
+    monkeypatch.setenv('FFNUMBA_CONV_WINOGRAD', '1')
+    on = _run(p, vals, head, ['write'] * 3, init, 'float32')
+    monkeypatch.setenv('FFNUMBA_CONV_WINOGRAD', '0')
+    off = _run(p, vals, head, ['write'] * 3, init, 'float32')
+    for a, b in zip([on[0]] + on[1], [off[0]] + off[1]):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(np.isposinf(a), np.isposinf(b))
+        np.testing.assert_array_equal(np.isneginf(a), np.isneginf(b))
+        ok = np.isfinite(b)
+        np.testing.assert_allclose(a[ok], b[ok], rtol=1e-4, atol=1e-4)
+
+
+def test_finite_inputs_keep_winograd(monkeypatch):
+    """Finite data of any size (including float32's largest values) still takes Winograd."""
+    spy = _Spy(monkeypatch, force=False)
+    big = np.full((2, 16, 6, 6), np.finfo(np.float32).max, np.float32)
+    assert wg.all_finite(big, big[:, :1]) and not wg.all_finite(big, np.array([np.nan]))
+    p = dict(kernel=(3, 3), num_filter=4, pad=(1, 1))
+    vals = [np.ones((2, 16, 6, 6)), np.ones((4, 16, 3, 3)), np.ones(4)]
+    _run(p, vals, np.ones((2, 4, 6, 6)), ['write'] * 3, [np.zeros_like(v) for v in vals],
+         'float32')
+    assert spy.calls == ['f', 'b']
+
+
+@pytest.mark.parametrize('threads', [1, 2])
+@pytest.mark.parametrize('reqs', [['write', 'write'], ['add', 'add'], ['null', 'write'],
+                                  ['write', 'null'], ['add', 'write']])
+def test_several_chunks_per_thread(monkeypatch, threads, reqs):
+    """Chunks of one sample (five per call, split over threads): the weight gradient
+    written by the first chunk and added by the others, the padded plane re-zeroed
+    between chunks, against the numpy reference in float64."""
+    monkeypatch.setattr(wg, 'V_CHUNK_ELEMS', 1)
+    monkeypatch.setattr(wg, 'MIN_TILES', 1)
+    spy = _Spy(monkeypatch)
+    assert wg.chunk_size(5, 3, 2, 9) == 1
+    rng = np.random.default_rng(9)
+    vals = [rng.uniform(-1, 1, (5, 3, 5, 6)), rng.uniform(-1, 1, (2, 3, 3, 3))]
+    head = rng.uniform(-1, 1, (5, 2, 5, 6))
+    init = [rng.uniform(-1, 1, v.shape) for v in vals]
+    before = _set_threads(threads)
+    try:
+        y, grads = _run(dict(kernel=(3, 3), num_filter=2, pad=(1, 1), no_bias=True), vals,
+                        head, reqs, init, 'float64')
+    finally:
+        _set_threads(before)
+    assert spy.calls == ['f', 'b']
+    np.testing.assert_allclose(y, conv_forward(vals[0], vals[1], None, (3, 3), (), (1, 1),
+                                               (), 1), rtol=1e-10, atol=1e-12)
+    ref = conv_backward(vals[0], vals[1], head, (3, 3), (), (1, 1), (), 1)
+    for g, r, i0, req in zip(grads, ref, init, reqs):
+        want = {'write': r, 'add': r + i0, 'null': i0}[req]
+        np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-12)
