@@ -18,7 +18,7 @@ CPU kernels work a sample at a time on ``(C, H*W)`` rows, the contiguous
 spatial axis innermost: each window sum adds at most ``nsize`` whole rows
 (squares in the forward, ``g * x * s^(-beta-1)`` in the backward), and the
 batch is split over numba's threads for inputs of at least
-``PAR_MIN_SIZE`` elements. ``beta == 0.75`` computes ``s^(-beta)`` as
+``PAR_MIN_SIZE`` (forward) or ``PAR_MIN_SIZE_BWD`` (backward) elements. ``beta == 0.75`` computes ``s^(-beta)`` as
 ``1 / sqrt(s * sqrt(s))`` (within 2.5 ulp of the exact power).
 
 Shapes
@@ -230,17 +230,22 @@ def _scratch(ctx, n, dtype):
     return b[:n]
 
 
-#: Fewest input elements worth splitting the batch over threads. One element
-#: costs about 2.6 ns forward and 2 ns backward on one thread of a 2-core VM
-#: (sqrt path); a fork-join about 80 us (see pooling's ``PAR_MIN_SIZE``), so
-#: two threads should win from a few 100k elements. Measured (loaded): at 65k
-#: two threads lost 0.03 ms per call; at 2M they won 1.9x when a core was
-#: free; at AlexNet's 460k they lost 0.05 ms while the other core was busy.
-PAR_MIN_SIZE = 1 << 18
+#: Fewest input elements worth splitting the forward's batch over threads.
+#: Measured on a 2-core VM (loaded, float32, nsize 5, best of 30), one thread
+#: against two: 65k elements 0.05 vs 0.11 ms, 262k 0.20 vs 0.23-0.25 ms,
+#: AlexNet's 461k 0.37 vs 0.33 ms, 2.1M 1.3-1.5 vs 0.92-0.97 ms.
+PAR_MIN_SIZE = 3 << 17
+
+#: Fewest input elements worth a split backward (about 1.6x the forward's
+#: work): 65k 0.08 vs 0.14 ms, 262k 0.32-0.37 vs 0.28-0.33 ms, 461k 0.58-0.61
+#: vs 0.45 ms, 2.1M 2.4 vs 1.4-1.5 ms.
+PAR_MIN_SIZE_BWD = 1 << 18
 
 
-def _threads(n, size):
-    return split_threads(n) if size >= PAR_MIN_SIZE else 1
+def _threads(n, size, backward=False):
+    """Threads for a batch of ``n`` samples, ``size`` elements (1 below the thresholds)."""
+    least = PAR_MIN_SIZE_BWD if backward else PAR_MIN_SIZE
+    return split_threads(n) if size >= least else 1
 
 
 @f16_safe
@@ -277,7 +282,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         scale = ctx.state['scale']
     x3, g3, dx3 = x.reshape(s), out_grads[0].reshape(s), in_grads[0].reshape(s)
     add = req[0] == 'add'
-    nt = _threads(n, x.size)
+    nt = _threads(n, x.size, backward=True)
     buf = _scratch(ctx, nt * (2 * c + 1) * m, x.dtype).reshape(nt, 2 * c + 1, m)
     dt = x.dtype.type
     coef, one = dt(2.0 * p.alpha * p.beta / p.nsize), dt(1)

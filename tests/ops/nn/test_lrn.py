@@ -103,6 +103,7 @@ def split_everything(request, monkeypatch):
     if request.param > numba.config.NUMBA_NUM_THREADS:
         pytest.skip('numba was started with fewer threads')
     monkeypatch.setattr(lrn, 'PAR_MIN_SIZE', 0)
+    monkeypatch.setattr(lrn, 'PAR_MIN_SIZE_BWD', 0)
     before = numba.get_num_threads()
     numba.set_num_threads(request.param)
     yield request.param
