@@ -1,6 +1,6 @@
 """Per-layer kernel times of one zoo network, grouped by kind (not a test; prints numbers).
 
-Every Convolution, BatchNorm, clip and Activation node of a ``zoo_nets.NETS``
+Every Convolution, BatchNorm, clip, Activation and LRN node of a ``zoo_nets.NETS``
 network is timed alone through the operator's CPU compute functions (forward in
 training mode, then backward), at the shapes the network gives it; repeated
 layers are timed once and counted as often as they occur. Convolutions are
@@ -42,7 +42,7 @@ def layers(net, batch):
     nodes = json.loads(sym.tojson())['nodes']
     seen = collections.OrderedDict()
     for node in nodes:
-        if node['op'] not in ('Convolution', 'BatchNorm', 'clip', 'Activation'):
+        if node['op'] not in ('Convolution', 'BatchNorm', 'clip', 'Activation', 'LRN'):
             continue
         src = nodes[node['inputs'][0][0]]
         key_out = src['name'] + ('_output' if src['op'] != 'null' else '')
