@@ -52,7 +52,7 @@ from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
 from ..registry import OpDef, register_op
 from ..templates import JIT
-from . import _conv_cuda as cc
+from . import _conv_cuda as cc, _pool2d
 from ._im2col import MODES, TABLE_MAX_OW, _table, _valid, as5d
 from ._conv_par import run_split, split_threads
 from ._global_pool import global_backward, global_forward, is_whole_plane
@@ -502,6 +502,8 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     table = mode == 0 and g[11] < TABLE_MAX_OW
     if is_whole_plane(g, dims, mode):     # global pooling: one flat loop per plane
         global_forward(xf, yf, dims, mode, lowest, nt)
+    elif _pool2d.applies(g, dims, mode):  # 2-D max, small windows: separable row/column passes
+        _pool2d.forward(xf, yf, dims, g, nt, ctx.state)
     elif table and nt > 1:
         _max_fwd_table_par(xf, yf, dims, _table_geom(g), lowest, nt)
     elif table:
