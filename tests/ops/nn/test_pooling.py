@@ -430,8 +430,8 @@ def test_whole_plane_split_matches_serial():
        conv=st.sampled_from(['valid', 'full']), seed=st.integers(0, 2 ** 16))
 @settings(max_examples=25, deadline=None)
 def test_separable_max_forward_matches_row_sweeps(h, w, kh, kw, sh, sw, ph, pw, conv, seed):
-    """The separable 2-D max forward (serial and split over 2 threads) equals the general
-    row sweeps bit for bit: ties, -0.0 vs 0.0 (the first in window order wins), NaN
+    """The separable 2-D max forward and the 3x3-row backward (serial and split over 2
+    threads, grad_req write and add) equal the general kernels bit for bit: ties, -0.0 vs 0.0 (the first in window order wins), NaN
     (never wins), -inf and windows reaching into the padding on every border."""
     from ffnumba.ops.nn import _pool2d, pooling as pl
     kh, kw = min(kh, h + 2 * ph), min(kw, w + 2 * pw)
@@ -444,11 +444,19 @@ def test_separable_max_forward_matches_row_sweeps(h, w, kh, kw, sh, sw, ph, pw, 
     g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
     want = np.empty(outs[0])
     pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    dy = rng.integers(1, 9, outs[0]).astype(float) * 2.0 ** -rng.integers(0, 30, outs[0])
+    init = rng.uniform(-1, 1, data)
     for nt in (1, 2):
         got = np.full(outs[0], 7.0)
         _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {})
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        for write in (True, False):      # grad_req write / add
+            dx_want, dx_got = init.copy(), init.copy()
+            pl._max_bwd(x.reshape(-1), dy.reshape(-1), dx_want.reshape(-1), dims, g, write)
+            _pool2d.backward(x.reshape(-1), dy.reshape(-1), dx_got.reshape(-1), dims, g, write,
+                             nt)
+            np.testing.assert_array_equal(dx_got, dx_want)
 
 
 @pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
@@ -456,20 +464,23 @@ def test_separable_max_forward_matches_row_sweeps(h, w, kh, kw, sh, sw, ph, pw, 
                                dict(kernel=(3, 3), stride=(2, 2), pooling_convention='full'),
                                dict(kernel=(2, 3), stride=(2, 1), pad=(1, 0))])
 def test_separable_max_path_through_the_op(p, dtype, monkeypatch):
-    """Through the operator: the separable path is taken and gives what the general path
-    gives (forward), for every float dtype; the backward is unchanged."""
+    """Through the operator: the _pool2d kernels are taken and give what the general
+    kernels give (forward, backward with grad_req='add'), for every float dtype."""
     from ffnumba.ops.nn import _pool2d
     rng = np.random.default_rng(13)
     x = rng.integers(-3, 4, (2, 3, 33, 20)).astype(dtype)      # ties everywhere
     x[0, 0, 0, :3] = np.nan
+    head = rng.uniform(-1, 1, (2, 3) + _run(p, x)[0].shape[2:]).astype(dtype)
     calls = []
-    real = _pool2d.max_fwd
-    monkeypatch.setattr(_pool2d, 'max_fwd', lambda *a: calls.append(1) or real(*a))
-    y, _ = _run(p, x)
-    assert calls
+    for name in ('max_fwd', 'max_bwd'):
+        real = getattr(_pool2d, name)
+        monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
+    y, dx = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
     monkeypatch.setattr(_pool2d, 'ENABLED', False)
-    want, _ = _run(p, x)
-    assert len(calls) == 1
+    want, dx_want = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
     np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(dx, dx_want)
     ry = _ref(p, np.nan_to_num(x.astype(np.float64), nan=-np.inf))[0]
     np.testing.assert_array_equal(y, ry.astype(dtype))
