@@ -14,12 +14,13 @@ matters only for -0.0 vs 0.0), NaN never wins, and a window of only NaN or
 ``-inf`` gives ``-inf``.
 
 Used by :mod:`.pooling` for 2-D max pooling with kernel <= 3, stride <= 2 and
-pad <= 1 (any ``pooling_convention``), except stride-2 rows with outputs at most
-8 wide (the offset-table kernel is faster there); ``ENABLED = False`` turns it
-off. The backward (:func:`max_bwd`, same windows) scans each output's window
-directly, as :func:`.pooling._max_bwd`, but whole 3x3 windows as three
-independent row maxima (about 1.2x faster); a separable backward carrying each
-row maximum's index through a scratch plane measured 2.5-3x slower.
+pad <= 1 (any ``pooling_convention``); the forward only for outputs wider than
+8, or 5 to 8 wide with stride-1 rows (the offset-table kernel is faster below).
+``ENABLED = False`` turns both off. The backward (:func:`max_bwd`, same windows)
+scans each output's window directly, as :func:`.pooling._max_bwd`, but whole 3x3
+windows as three independent row maxima (about 1.2x faster); a separable
+backward carrying each row maximum's index through a scratch plane measured
+2.5-3x slower.
 """
 import numpy as np
 from numba import njit
@@ -38,11 +39,10 @@ def applies(g, dims, mode, backward=False):
     if backward:
         return (ENABLED and mode == 0 and dims[2] == 1 and KD == 1 and PD == 0
                 and KH <= 3 and KW <= 3 and SH <= 2 and SW <= 2 and PH <= 1 and PW <= 1)
-    # stride-2 rows with narrow outputs: the offset-table kernel of .pooling measured faster
-    # (32x480x8x8 -> 4x4: 1.1 vs 1.4 ms; 16x16 -> 8x8 even; 32x32 -> 16x16 1.7 vs 2.5 ms)
-    return (ENABLED and mode == 0 and dims[2] == 1 and KD == 1 and PD == 0
-            and KH <= 3 and KW <= 3 and SH <= 2 and SW <= 2 and PH <= 1 and PW <= 1
-            and (SH == 1 or g[11] > 8))
+    # narrow outputs forward faster through the offset-table kernel of .pooling (1 thread,
+    # 32 x C planes, loaded): s1 4x4 1.23 vs 1.14 ms, 2x2 0.67 vs 0.59; s2 -> 8x8 even;
+    # here s1 8x8 1.7 vs 2.2 ms and s2 32x32 -> 16x16 1.7 vs 2.5 ms
+    return (applies(g, dims, mode, True) and (g[11] > 8 or (SH == 1 and g[11] > 4)))
 
 
 @njit(inline='always', **JIT)   # no compile of its own (cold start)
