@@ -432,8 +432,8 @@ def test_whole_plane_split_matches_serial():
 def test_separable_max_forward_matches_row_sweeps(h, w, kh, kw, sh, sw, ph, pw, conv, seed):
     """The separable 2-D max forward and the 3x3-row backward (serial and split over 2
     threads, grad_req write and add) equal the general kernels bit for bit: ties, -0.0
-    vs 0.0 (the first in window order wins), NaN
-    (never wins), -inf and windows reaching into the padding on every border."""
+    vs 0.0 (the first in window order wins), NaN (never wins), -inf and windows reaching
+    into the padding on every border."""
     from ffnumba.ops.nn import _pool2d, pooling as pl
     kh, kw = min(kh, h + 2 * ph), min(kw, w + 2 * pw)
     p = dict(kernel=(kh, kw), stride=(sh, sw), pad=(ph, pw), pooling_convention=conv)
