@@ -1,7 +1,7 @@
 """Pooling: table-driven checks per type and convention, size properties, errors, goldens."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ffnumba.symbol as sym
 from ffnumba.base import ParamError, ShapeError
@@ -423,3 +423,65 @@ def test_whole_plane_split_matches_serial():
             gp.global_backward(x, dy, dx1, dims, mode, write, 1)
             gp.global_backward(x, dy, dx3, dims, mode, write, 3)
             np.testing.assert_array_equal(dx1, dx3)
+
+
+@given(h=st.integers(1, 9), w=st.integers(1, 9), kh=st.integers(2, 3), kw=st.integers(2, 3),
+       sh=st.integers(1, 2), sw=st.integers(1, 2), ph=st.integers(0, 1), pw=st.integers(0, 1),
+       conv=st.sampled_from(['valid', 'full']), seed=st.integers(0, 2 ** 16))
+@settings(max_examples=25, deadline=None)
+def test_separable_max_forward_matches_row_sweeps(h, w, kh, kw, sh, sw, ph, pw, conv, seed):
+    """The separable 2-D max forward and the 3x3-row backward (serial and split over 2
+    threads, grad_req write and add) equal the general kernels bit for bit: ties, -0.0
+    vs 0.0 (the first in window order wins), NaN (never wins), -inf and windows reaching
+    into the padding on every border."""
+    from ffnumba.ops.nn import _pool2d, pooling as pl
+    kh, kw = min(kh, h + 2 * ph), min(kw, w + 2 * pw)
+    p = dict(kernel=(kh, kw), stride=(sh, sw), pad=(ph, pw), pooling_convention=conv)
+    params = get_op('Pooling').parse_params(p)
+    data = (2, 3, h, w)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [], [None])
+    rng = np.random.default_rng(seed)
+    x = rng.choice([-0.0, 0.0, 1.0, -1.0, np.nan, -np.inf, 1.0], size=data)
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    want = np.empty(outs[0])
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    dy = rng.integers(1, 9, outs[0]).astype(float) * 2.0 ** -rng.integers(0, 30, outs[0])
+    init = rng.uniform(-1, 1, data)
+    for nt in (1, 2):
+        got = np.full(outs[0], 7.0)
+        _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {})
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        for write in (True, False):      # grad_req write / add
+            dx_want, dx_got = init.copy(), init.copy()
+            pl._max_bwd(x.reshape(-1), dy.reshape(-1), dx_want.reshape(-1), dims, g, write)
+            _pool2d.backward(x.reshape(-1), dy.reshape(-1), dx_got.reshape(-1), dims, g, write,
+                             nt)
+            np.testing.assert_array_equal(dx_got, dx_want)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+@pytest.mark.parametrize('p', [dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1)),
+                               dict(kernel=(3, 3), stride=(2, 2), pooling_convention='full'),
+                               dict(kernel=(2, 3), stride=(2, 1), pad=(1, 0))])
+def test_separable_max_path_through_the_op(p, dtype, monkeypatch):
+    """Through the operator: the _pool2d kernels are taken and give what the general
+    kernels give (forward, backward with grad_req='add'), for every float dtype."""
+    from ffnumba.ops.nn import _pool2d
+    rng = np.random.default_rng(13)
+    x = rng.integers(-3, 4, (2, 3, 33, 20)).astype(dtype)      # ties everywhere
+    x[0, 0, 0, :3] = np.nan
+    head = rng.uniform(-1, 1, (2, 3) + _run(p, x)[0].shape[2:]).astype(dtype)
+    calls = []
+    for name in ('max_fwd', 'max_bwd'):
+        real = getattr(_pool2d, name)
+        monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
+    y, dx = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    monkeypatch.setattr(_pool2d, 'ENABLED', False)
+    want, dx_want = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(dx, dx_want)
+    ry = _ref(p, np.nan_to_num(x.astype(np.float64), nan=-np.inf))[0]
+    np.testing.assert_array_equal(y, ry.astype(dtype))
