@@ -459,14 +459,14 @@ def _threads(x, backward=False):
     return split_threads(x.shape[0] * x.shape[1]) if x.size >= least else 1
 
 
-#: Fewest input elements worth a parallel pooling call.
-#: A fork-join on the pool costs about 80 us on a 2-core VM: a 2x2 max pool
-#: forward broke even at 368k input elements and won 1.6x at 2M; the backward
-#: (about 3.5x the work per element) won 1.4x at 368k and broke even at 100k.
-PAR_MIN_SIZE = 1 << 19
+#: Fewest input elements worth a parallel pooling call. Measured on a quiet
+#: 2-core VM, whole nets at 2 threads, batch 32: 2^15 trained GoogLeNet and
+#: Inception-BN 2-3% faster and ran their inference 4-5% faster than 2^19
+#: (fwd) / 2^17 (bwd), which had been chosen on a busy machine; VGG-11 equal.
+PAR_MIN_SIZE = 1 << 15
 
 #: Fewest input elements worth a parallel pooling backward.
-PAR_MIN_SIZE_BWD = 1 << 17
+PAR_MIN_SIZE_BWD = 1 << 15
 
 
 def _table_geom(g):
