@@ -345,42 +345,43 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     x, w, dy = inputs[0], inputs[1], out_grads[0]
     if x.size == 0 or dy.size == 0:
         return empty_backward(p, out_grads, in_grads, req)
-    G, F = p.num_group, p.num_filter
-    x5 = ic.as5d(x.shape)
-    geom = _geom(p, x, dy)
-    dy3 = dy.reshape(dy.shape[0], F, -1)
     mode_dx, mode_dw = ic.MODES[req[0]], ic.MODES[req[1]]
-    state = ctx.state if ctx is not None else None
+    if mode_dx or mode_dw:
+        _grads_cpu(ctx.state if ctx is not None else None, p, x, w, dy, in_grads,
+                   mode_dx, mode_dw)
+    if not p.no_bias and req[2] != 'null':
+        ic.bias_grad(dy.reshape(dy.shape[0], p.num_filter, -1), in_grads[2], req[2] == 'add')
+
+
+def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
+    """Data and weight gradients (modes 0 skip, 1 write, 2 add) by the layer's CPU path.
+
+    Depthwise kernels, Winograd F(2x2, 3x3) or im2col, chosen as in the forward.
+    """
+    G, F = p.num_group, p.num_filter
+    geom = _geom(p, x, dy)
     if dwc.cpu_depthwise(p, x.shape):
-        if mode_dx or mode_dw:
-            dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
-                         mode_dx, mode_dw, geom)
-        if not p.no_bias and req[2] != 'null':
-            ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
+        dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
+                     mode_dx, mode_dw, geom)
         return
     if _use_winograd(p, x.shape, dy.shape, (x, w, dy)):
-        if mode_dx or mode_dw:
-            wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
-                        in_grads[1] if mode_dw else None, mode_dx, mode_dw,
-                        spatial_params(p)[2])
-        if not p.no_bias and req[2] != 'null':
-            ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
+        wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
+                    in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2])
         return
+    x5 = ic.as5d(x.shape)
     nt = cp.split_threads(x5[0])
     nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     w3 = w.reshape(G, F // G, -1)
-    if mode_dx or mode_dw:
-        dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
-        dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
-        args = (x.reshape(-1), x5, w3, dy3, dx, dw, mode_dx, mode_dw, colbuf, tmpbuf, partbuf)
-        if nt == 1:
-            ic.conv_backward(*args, nb, geom)
-        else:
-            dwparts = ic.buffer(state, 'dwparts', nt * w3.size, x.dtype)
-            with numba_blas_single_thread():
-                cp.conv_backward_par(*args, dwparts.reshape((nt,) + w3.shape), nb, geom, nt)
-    if not p.no_bias and req[2] != 'null':
-        ic.bias_grad(dy3, in_grads[2], req[2] == 'add')
+    dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
+    dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
+    args = (x.reshape(-1), x5, w3, dy.reshape(dy.shape[0], F, -1), dx, dw, mode_dx, mode_dw,
+            colbuf, tmpbuf, partbuf)
+    if nt == 1:
+        ic.conv_backward(*args, nb, geom)
+        return
+    dwparts = ic.buffer(state, 'dwparts', nt * w3.size, x.dtype)
+    with numba_blas_single_thread():
+        cp.conv_backward_par(*args, dwparts.reshape((nt,) + w3.shape), nb, geom, nt)
 
 
 # ------------------------------------------------------------------ GPU compute
