@@ -27,7 +27,7 @@ from numba import njit
 
 from ..templates import JIT
 from ._conv_par import run_split
-from ._im2col import _valid
+from ._im2col import _valid, buffer
 
 #: Whether :mod:`.pooling` takes this path where it applies (tests switch it off).
 ENABLED = True
@@ -194,16 +194,6 @@ def max_bwd(xf, dyf, dxf, dims, g, write):
                 q += np.uint64(1)
 
 
-def _scratch(state, key, n, dtype):
-    """A reusable flat buffer of at least ``n`` elements from the node's ``state`` dict."""
-    buf = state.get(key) if state is not None else None
-    if buf is None or buf.size < n or buf.dtype != dtype:
-        buf = np.empty(n, dtype)
-        if state is not None:
-            state[key] = buf
-    return buf[:n]
-
-
 def _parts(dims, nt):
     """Per thread: planes ``[lo, hi)`` and the dims of that slice (``nt`` near-equal ranges)."""
     n = dims[0] * dims[1]
@@ -218,7 +208,7 @@ def forward(xf, yf, dims, g, nt, state=None):
     # each thread's scratch starts 64 elements past a 64-element boundary after the previous
     # one's end: no cache line shared (false sharing made 2 threads 2x slower than one)
     step = (m + 63) // 64 * 64 + 64
-    rm = _scratch(state, 'pool2d_rm', nt * step, xf.dtype)
+    rm = buffer(state, 'pool2d_rm', nt * step, xf.dtype)
     if nt == 1:
         max_fwd(xf, yf, dims, g, rm)
         return

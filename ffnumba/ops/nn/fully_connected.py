@@ -45,6 +45,7 @@ from ...blas_threads import numba_blas_single_thread
 from ...thread_pool import pool_used
 from .. import gemm_cuda
 from ._conv_par import run_split, split_threads
+from ._im2col import buffer
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, import_cuda
@@ -242,13 +243,9 @@ def _forward_f32(ctx, p, inputs, outputs, aux):
 
 
 def _scratch(ctx, key, shape, dtype):
-    state = getattr(ctx, 'state', None)
-    buf = state.get(key) if state is not None else None
-    if buf is None or buf.shape != shape or buf.dtype != dtype:
-        buf = np.empty(shape, dtype)
-        if state is not None:
-            state[key] = buf
-    return buf
+    """Scratch of ``shape`` kept in the node's state (:func:`._im2col.buffer`)."""
+    n = int(np.prod(shape))
+    return buffer(getattr(ctx, 'state', None), key, n, dtype)[:n].reshape(shape)
 
 
 @f16_safe
