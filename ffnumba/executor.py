@@ -31,7 +31,7 @@ from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
 from .ndarray.ndarray import NDArray
 from .ops.registry import OpContext
-from . import compile_notice
+from . import _compile_ahead, compile_notice
 from . import random as _random
 from .symbol import infer as _infer
 
@@ -116,6 +116,7 @@ class Executor:
         self._setup(_inferred, None if _reshaped is None else _reshaped._nd_of)
         self._monitor = None
         self._warm = set()   # passes that have run once (compile_notice)
+        self._ahead = None   # compile-ahead child of the cold start (_compile_ahead), or False
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
@@ -252,6 +253,13 @@ class Executor:
         """``run(is_train)``; the first time, under :func:`compile_notice.first_run`."""
         if what in self._warm:
             return run(is_train)
+        ahead = getattr(self, '_ahead', None)
+        if what == 'forward' and is_train and ahead is None:
+            # the cold start: the backward's kernels compile in a child meanwhile
+            self._ahead = _compile_ahead.start(self._ctx.device_type, [
+                (r, self._view.nodes[r.nid].op.name) for r in self._bwd_plan]) or False
+        elif what == 'backward' and ahead:
+            ahead.wait()
         with compile_notice.first_run([self._view.nodes[r.nid].op.name for r in plan], what):
             run(is_train)
         self._warm.add(what)

@@ -5,6 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+# No compile-ahead child per test process (ffnumba._compile_ahead): the suite binds
+# hundreds of executors; tests/test_compile_ahead.py turns it on where it tests it.
+os.environ.setdefault('FFNUMBA_COMPILE_AHEAD', '0')
+
 settings.register_profile(
     'ci', max_examples=25, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

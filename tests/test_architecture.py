@@ -29,7 +29,7 @@ LAYERS = [
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),
     ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer', 'ffnumba.symbol.infer_partial']),
     ('executor', ['ffnumba._memory_plan', 'ffnumba._executor_bind', 'ffnumba._executor_run',
-                  'ffnumba.executor']),
+                  'ffnumba._compile_ahead', 'ffnumba.executor']),
     ('symbol', ['ffnumba.symbol', 'ffnumba.symbol.*']),
     ('training parts', ['ffnumba.initializer', 'ffnumba.lr_scheduler', 'ffnumba.metric',
                         'ffnumba._metric_*', 'ffnumba.optimizer', 'ffnumba.optimizer.*', 'ffnumba.kvstore',

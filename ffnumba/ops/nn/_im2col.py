@@ -361,14 +361,15 @@ def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias):
 
 # ---------------------------------------------------------------- drivers
 
-@njit(**JIT)
 def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g):
     """``y (+)= conv(x, w) (+ bias)``.
 
     ``xf``: flat image ``(N, Cin, D, H, W)`` (shape in ``dims``); ``w3``:
     ``(G, Fg, Cg*K)``; ``y``: ``(N, G*Fg, P)``; ``bias``: ``(G*Fg,)`` (read
     only when ``has_bias``); ``colbuf`` / ``tmpbuf``: flat scratch of at
-    least ``Cg*K*nbmax*P`` / ``Fg*nbmax*P`` elements.
+    least ``Cg*K*nbmax*P`` / ``Fg*nbmax*P`` elements. A Python call of
+    :func:`forward_range` on every sample: one compiled kernel whatever the
+    thread count (a compiled wrapper would compile the whole driver again).
     """
     forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0])
 
@@ -405,7 +406,6 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                 _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias)
 
 
-@njit(**JIT)
 def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
                   nbmax, g):
     """Gradients of ``y = conv(x, w)``: ``dx`` (col2im of ``w^T dy``) and ``dw``.
@@ -413,6 +413,7 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
     Modes are 0 (null), 1 (write), 2 (add). ``xf`` is only read when
     ``mode_dw`` is set and ``dxf`` only written when ``mode_dx`` is set (pass
     any 1-element array otherwise). ``partbuf`` holds ``Fg*Cg*K`` elements.
+    A Python call of :func:`backward_range` on every sample, as :func:`conv_forward`.
     """
     backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
                    nbmax, g, 0, dims[0])

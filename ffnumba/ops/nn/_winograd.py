@@ -132,11 +132,11 @@ def filter_transform(w, uf, us):
         a0, a1, a2, a3 = _g3(wf[k], wf[k + 3], wf[k + 6], h)
         b0, b1, b2, b3 = _g3(wf[k + 1], wf[k + 4], wf[k + 7], h)
         c0, c1, c2, c3 = _g3(wf[k + 2], wf[k + 5], wf[k + 8], h)
-        # (G g) G^T: row r of G g times G^T, to positions 4r .. 4r+3
-        _put4(uf, q, FC, 0, _g3(a0, b0, c0, h))
-        _put4(uf, q, FC, 4, _g3(a1, b1, c1, h))
-        _put4(uf, q, FC, 8, _g3(a2, b2, c2, h))
-        _put4(uf, q, FC, 12, _g3(a3, b3, c3, h))
+        # (G g) G^T: row r of G g times G^T, to positions 4r .. 4r+3 (``e`` a variable:
+        # a literal argument would compile one _put4 per constant)
+        rows = (_g3(a0, b0, c0, h), _g3(a1, b1, c1, h), _g3(a2, b2, c2, h), _g3(a3, b3, c3, h))
+        for r in range(4):
+            _put4(uf, q, FC, 4 * r, rows[r])
 
 
 @njit(**JIT)

@@ -1,0 +1,203 @@
+"""Compile the backward pass's kernels in a child process while the forward pass compiles here.
+
+numba compiles on one core, under a process-wide lock, so a cold first
+training batch compiles the forward's kernels and then the backward's, one
+after the other (about 9 s for LeNet, 13 s for ResNet-18 on 2 cores). The
+backward's kernels do not depend on the forward's results, only on the
+arrays' shapes and dtypes, so on a machine with a second free core the first
+CPU executor of a process that runs a training forward starts one child
+process (:func:`start`). The child imports ffnumba, calls every backward
+compute function of the bound plan on zero arrays of the same shapes and
+dtypes (an operator whose backward needs its forward's state runs its forward
+first) and exits; its results are thrown away, but numba writes each kernel
+it compiles to the on-disk cache (``cache=True``). The parent's
+first backward waits for the child (:meth:`Ahead.wait`) and then loads those
+kernels from the cache instead of compiling them.
+
+Safe by construction: numba writes every cache file under a temporary name
+and renames it into place, so the two processes never see a torn file (a
+kernel both compile is written twice, with the same contents); the child
+shares nothing else with the parent, and whatever it fails to compile the
+parent compiles as before. It runs only when it can help:
+
+* ``FFNUMBA_COMPILE_AHEAD=0`` turns it off (the test suite does);
+* only with at least two usable cores (``os.sched_getaffinity``), numba's
+  disk cache writable, and a CPU executor with a backward pass;
+* once per process (the first training executor: the cold start), and
+  only while the cache lacks this plan's marker file, which the child writes
+  when it is done (a warm start spawns nothing);
+* the parent waits at most :data:`WAIT_MAX` seconds and then stops the
+  child; a child still running when the parent exits is stopped then
+  (``atexit``), so no process outlives its parent's interpreter.
+"""
+import atexit
+import hashlib
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+__all__ = ['start', 'Ahead', 'enabled', 'WAIT_MAX', 'main']
+
+_LOG = logging.getLogger(__name__)
+
+#: Longest the first backward waits for the child before stopping it (seconds).
+WAIT_MAX = 300.0
+
+_lock = threading.Lock()
+_started = False      # one child per process: the cold start
+
+
+def enabled():
+    """Whether a cold start may compile ahead: the switch is on and a second core is there."""
+    if os.environ.get('FFNUMBA_COMPILE_AHEAD', '1').strip().lower() in ('0', 'false', 'no', 'off'):
+        return False
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):     # not on Linux
+        cores = os.cpu_count() or 1
+    return cores >= 2
+
+
+def _cache_dir():
+    """The folder numba caches ffnumba's convolution kernels in (None if not cached on disk)."""
+    try:
+        from .ops.nn._im2col import bias_grad
+        cache = getattr(bias_grad, '_cache', None)
+        path = getattr(cache, '_cache_path', None)
+        if path and os.path.isdir(path) or path and _mkdir(path):
+            return path if os.access(path, os.W_OK) else None
+    except Exception:   # noqa: BLE001 -- no cache, no compile-ahead
+        return None
+    return None
+
+
+def _mkdir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+        return True
+    except OSError:
+        return False
+
+
+def _spec_of(arrays):
+    return [None if a is None else (tuple(a.shape), a.dtype.str) for a in arrays]
+
+
+def _plan_spec(plan):
+    """The backward plan as picklable records: op name, params, array shapes/dtypes, requests."""
+    recs = []
+    for r, op_name in plan:
+        recs.append((op_name, r.p, _spec_of(r.ograds), _spec_of(r.ins), _spec_of(r.outs),
+                     _spec_of(r.igrads), list(r.reqs), _spec_of(r.aux)))
+    return recs
+
+
+class Ahead:
+    """A running compile-ahead child; :meth:`wait` before the first backward."""
+
+    def __init__(self, proc):
+        self._proc = proc
+        atexit.register(self.stop)
+
+    def wait(self):
+        """Block until the child is done (at most :data:`WAIT_MAX` s, then stop it)."""
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            proc.wait(WAIT_MAX)
+        except subprocess.TimeoutExpired:
+            _LOG.info('compile-ahead child still running after %.0f s: stopped', WAIT_MAX)
+        self.stop()
+
+    def stop(self):
+        """Stop the child if it still runs and reap it (idempotent)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        atexit.unregister(self.stop)
+
+
+def start(device_type, plan):
+    """Start the child for a bound backward ``plan`` (``[(record, op name)]``), or return None.
+
+    ``None`` when compile-ahead is off or useless (see the module notes): the
+    caller then compiles everything itself, as without this module.
+    """
+    global _started
+    if device_type not in ('cpu', 'cpu_pinned', 'cpu_shared') or not plan:
+        return None
+    with _lock:
+        if _started or not enabled():
+            return None
+        _started = True
+    cache = _cache_dir()
+    if cache is None:
+        return None
+    try:
+        import numba
+        payload = pickle.dumps(_plan_spec(plan), protocol=pickle.HIGHEST_PROTOCOL)
+        key = hashlib.sha1(payload + numba.__version__.encode()).hexdigest()[:20]
+    except Exception:   # noqa: BLE001 -- params that do not pickle: compile here
+        return None
+    marker = os.path.join(cache, 'ffnumba-ahead-%s.done' % key)
+    if os.path.exists(marker):          # a warm cache: nothing to compile ahead
+        return None
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env['PYTHONPATH'] = root + os.pathsep + env.get('PYTHONPATH', '')
+    env['FFNUMBA_COMPILE_AHEAD'] = '0'
+    try:
+        proc = subprocess.Popen([sys.executable, '-m', 'ffnumba._compile_ahead', marker],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        proc.stdin.write(payload)
+        proc.stdin.close()
+    except Exception:   # noqa: BLE001 -- no child: compile here as before
+        _LOG.debug('compile-ahead child did not start', exc_info=True)
+        return None
+    return Ahead(proc)
+
+
+def _zeros(spec):
+    import numpy as np
+    return [None if s is None else np.zeros(s[0], np.dtype(s[1])) for s in spec]
+
+
+def main(marker, payload):
+    """The child: run each backward (after its forward when it needs one) on zeros; write ``marker``."""
+    import numpy as np
+    from .context import cpu
+    from .jit import direct
+    from .ops.registry import OpContext, get_op
+    np.seterr(all='ignore')
+    rng = np.random.default_rng(0)
+    for op_name, p, og, ins, outs, ig, reqs, aux in pickle.loads(payload):
+        try:
+            fwd, bwd = get_op(op_name).compute('cpu')
+            ctx = OpContext(True, cpu(), {}, rng, op_name)
+            a_og, a_in, a_out, a_ig, a_aux = (_zeros(og), _zeros(ins), _zeros(outs), _zeros(ig),
+                                              _zeros(aux))
+            try:
+                direct(bwd, p, a_og, a_in, a_out, a_ig, reqs, a_aux)(
+                    ctx, p, a_og, a_in, a_out, a_ig, reqs, a_aux)
+            except Exception:   # noqa: BLE001 -- e.g. state the forward keeps: run it first
+                direct(fwd, p, a_in, a_out, a_aux)(ctx, p, a_in, a_out, a_aux)
+                direct(bwd, p, a_og, a_in, a_out, a_ig, reqs, a_aux)(
+                    ctx, p, a_og, a_in, a_out, a_ig, reqs, a_aux)
+        except Exception:   # noqa: BLE001 -- the parent compiles what the child could not
+            continue
+    tmp = '%s.tmp.%d' % (marker, os.getpid())
+    with open(tmp, 'w') as f:
+        f.write('done\n')
+    os.replace(tmp, marker)
+
+
+if __name__ == '__main__':
+    main(sys.argv[1], sys.stdin.buffer.read())

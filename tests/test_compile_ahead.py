@@ -1,0 +1,126 @@
+"""The cold start's compile-ahead child (ffnumba._compile_ahead).
+
+End to end in fresh interpreters with an empty numba cache: the child compiles
+the backward's kernels (the parent then compiles none of them), writes its
+marker, is reaped before the first backward returns, and changes no number;
+a warm cache spawns nothing. The switches are checked in process.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ffnumba as ff
+from ffnumba import _compile_ahead
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# a fresh interpreter: train one batch of a small conv net, record what numba compiled
+# in the forward and in the backward, and whether a child ran
+_SCRIPT = r'''
+import json, sys, time
+import numpy as np
+from numba.core import event
+phase = ['forward']
+seen = {'forward': [], 'backward': [], 'update': []}
+class L(event.Listener):
+    def on_start(self, ev):
+        seen[phase[0]].append(ev.data['dispatcher'].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register('numba:compile', L())
+import ffnumba as ff
+from ffnumba import _compile_ahead
+data = ff.sym.Variable('data')
+net = ff.sym.Convolution(data, num_filter=4, kernel=(3, 3), stride=(2, 2), name='c')
+net = ff.sym.Activation(net, act_type='relu')
+net = ff.sym.FullyConnected(ff.sym.flatten(net), num_hidden=3, name='fc')
+net = ff.sym.SoftmaxOutput(net, name='softmax')
+ff.random.seed(0)
+rng = np.random.default_rng(0)
+x = rng.uniform(-1, 1, (4, 2, 9, 9)).astype(np.float32)
+y = np.array([0, 1, 2, 1], np.float32)
+ex = net.simple_bind(ff.cpu(), data=(4, 2, 9, 9), softmax_label=(4,))
+for k, a in sorted(ex.arg_dict.items()):
+    if k not in ('data', 'softmax_label'):
+        a[:] = rng.uniform(-0.5, 0.5, a.shape).astype(np.float32)
+ex.forward(is_train=True, data=x, softmax_label=y)
+child = ex._ahead
+pid = child._proc.pid if child else None
+phase[0] = 'backward'
+ex.backward()
+phase[0] = 'update'
+reaped = child._proc is None if child else None
+out = {'forward': seen['forward'], 'backward': seen['backward'], 'child': pid, 'reaped': reaped,
+       'grads': {k: ex.grad_dict[k].asnumpy().tolist() for k in sorted(ex.grad_dict)},
+       'out': ex.outputs[0].asnumpy().tolist()}
+print(json.dumps(out))
+'''
+
+
+def _run(cache, ahead):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), FFNUMBA_COMPILE_AHEAD=ahead,
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    proc = subprocess.run([sys.executable, '-c', _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open('/proc/%d/stat' % pid) as f:     # a zombie is not running
+        return f.read().split(')')[-1].split()[0] != 'Z'
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux') or len(os.sched_getaffinity(0)) < 2,
+                    reason='compile-ahead needs a second core (Linux affinity)')
+def test_cold_start_compiles_backward_ahead(tmp_path):
+    base = _run(tmp_path / 'off', '0')
+    assert base['child'] is None
+    # without the child the parent compiles the backward drivers itself
+    assert 'backward_range' in base['backward']
+    on = _run(tmp_path / 'on', '1')
+    assert on['child'] is not None and on['reaped'] is True
+    assert not os.path.exists('/proc/%d' % on['child']) or not _pid_alive(on['child'])
+    # the child compiled them: the parent's backward loaded them from the cache
+    assert 'backward_range' not in on['backward']
+    assert 'forward_range' in on['forward']
+    markers = [f for _, _, fs in os.walk(tmp_path / 'on') for f in fs
+               if f.startswith('ffnumba-ahead-') and f.endswith('.done')]
+    assert len(markers) == 1
+    # bit-identical numbers
+    assert on['out'] == base['out'] and on['grads'] == base['grads']
+    # the same plan again (warm cache, marker there): no child, nothing compiled
+    warm = _run(tmp_path / 'on', '1')
+    assert warm['child'] is None and warm['forward'] == [] and warm['backward'] == []
+    assert warm['grads'] == base['grads']
+
+
+def test_switch_and_once_per_process(monkeypatch):
+    monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', '0')
+    assert not _compile_ahead.enabled()
+    assert _compile_ahead.start('cpu', [(object(), 'FullyConnected')]) is None
+    monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', '1')
+    assert _compile_ahead.start('gpu', [(object(), 'FullyConnected')]) is None   # CPU only
+    assert _compile_ahead.start('cpu', []) is None                              # no backward
+    monkeypatch.setattr(_compile_ahead, '_started', True)     # a child already ran here
+    assert _compile_ahead.start('cpu', [(object(), 'FullyConnected')]) is None
+
+
+def test_executor_without_child_trains_as_before(monkeypatch):
+    """Switched off, an executor records no child and its first backward runs as before."""
+    monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', '0')
+    data = ff.sym.Variable('data')
+    net = ff.sym.SoftmaxOutput(ff.sym.FullyConnected(data, num_hidden=2, name='fc'),
+                               name='softmax')
+    ex = net.simple_bind(ff.cpu(), data=(2, 3), softmax_label=(2,))
+    ex.forward(is_train=True, data=[[1, 2, 3], [4, 5, 6]], softmax_label=[0, 1])
+    ex.backward()
+    assert ex._ahead is False
+    assert ex.grad_dict['fc_weight'].shape == (2, 3)
