@@ -25,7 +25,10 @@ parent compiles as before. It runs only when it can help:
   disk cache writable, and a CPU executor with a backward pass;
 * once per process (the first training executor: the cold start), and
   only while the cache lacks this plan's marker file, which the child writes
-  when it is done (a warm start spawns nothing);
+  when it is done and the parent after its first backward (a warm start
+  spawns nothing);
+* a first forward that took under :data:`WARM_FORWARD` seconds found its
+  kernels cached: the parent stops the child rather than waiting for it;
 * the parent waits at most :data:`WAIT_MAX` seconds and then stops the
   child; a child still running when the parent exits is stopped then
   (``atexit``), so no process outlives its parent's interpreter.
@@ -39,12 +42,15 @@ import subprocess
 import sys
 import threading
 
-__all__ = ['start', 'Ahead', 'enabled', 'WAIT_MAX', 'main']
+__all__ = ['start', 'Ahead', 'enabled', 'WAIT_MAX', 'WARM_FORWARD', 'main']
 
 _LOG = logging.getLogger(__name__)
 
 #: Longest the first backward waits for the child before stopping it (seconds).
 WAIT_MAX = 300.0
+
+#: A first forward faster than this (seconds) loaded its kernels from the cache: no waiting.
+WARM_FORWARD = 1.0
 
 _lock = threading.Lock()
 _started = False      # one child per process: the cold start
@@ -96,22 +102,34 @@ def _plan_spec(plan):
 
 
 class Ahead:
-    """A running compile-ahead child; :meth:`wait` before the first backward."""
+    """A running compile-ahead child; :meth:`wait` before the first backward, :meth:`done` after."""
 
-    def __init__(self, proc):
+    def __init__(self, proc, marker):
         self._proc = proc
+        self._marker = marker
         atexit.register(self.stop)
 
-    def wait(self):
-        """Block until the child is done (at most :data:`WAIT_MAX` s, then stop it)."""
+    def wait(self, forward_seconds):
+        """Before the first backward: wait for the child (at most :data:`WAIT_MAX` s).
+
+        A first forward faster than :data:`WARM_FORWARD` seconds loaded its
+        kernels from the cache (a cache filled without this marker, e.g. with
+        compile-ahead off): the backward's are there too, so the child is
+        stopped at once instead of waited for.
+        """
         proc = self._proc
         if proc is None:
             return
-        try:
-            proc.wait(WAIT_MAX)
-        except subprocess.TimeoutExpired:
-            _LOG.info('compile-ahead child still running after %.0f s: stopped', WAIT_MAX)
+        if forward_seconds >= WARM_FORWARD:
+            try:
+                proc.wait(WAIT_MAX)
+            except subprocess.TimeoutExpired:
+                _LOG.info('compile-ahead child still running after %.0f s: stopped', WAIT_MAX)
         self.stop()
+
+    def done(self):
+        """After the first backward: mark this plan's kernels as cached (no child next time)."""
+        _write_marker(self._marker)
 
     def stop(self):
         """Stop the child if it still runs and reap it (idempotent)."""
@@ -162,7 +180,7 @@ def start(device_type, plan):
     except Exception:   # noqa: BLE001 -- no child: compile here as before
         _LOG.debug('compile-ahead child did not start', exc_info=True)
         return None
-    return Ahead(proc)
+    return Ahead(proc, marker)
 
 
 def _zeros(spec):
@@ -193,10 +211,19 @@ def main(marker, payload):
                     ctx, p, a_og, a_in, a_out, a_ig, reqs, a_aux)
         except Exception:   # noqa: BLE001 -- the parent compiles what the child could not
             continue
+    _write_marker(marker)
+
+
+def _write_marker(marker):
+    if os.path.exists(marker):
+        return
     tmp = '%s.tmp.%d' % (marker, os.getpid())
-    with open(tmp, 'w') as f:
-        f.write('done\n')
-    os.replace(tmp, marker)
+    try:
+        with open(tmp, 'w') as f:
+            f.write('done\n')
+        os.replace(tmp, marker)
+    except OSError:     # a read-only cache: the next cold start spawns again
+        pass
 
 
 if __name__ == '__main__':

@@ -20,6 +20,8 @@ executor its own random generator from ``ff.random.spawn()``).
 :func:`simple_bind` takes its arrays (and the shapes inferred for them) from
 :func:`ffnumba._executor_bind.allocate`, which sits below this module.
 """
+import time
+
 import numpy as np
 
 from ._executor_run import CallPlan
@@ -117,6 +119,7 @@ class Executor:
         self._monitor = None
         self._warm = set()   # passes that have run once (compile_notice)
         self._ahead = None   # compile-ahead child of the cold start (_compile_ahead), or False
+        self._first_forward_s = 0.0
         self._monitor_all = False
 
     # ------------------------------------------------------------ planning
@@ -256,12 +259,17 @@ class Executor:
         ahead = getattr(self, '_ahead', None)
         if what == 'forward' and is_train and ahead is None:
             # the cold start: the backward's kernels compile in a child meanwhile
-            self._ahead = _compile_ahead.start(self._ctx.device_type, [
+            ahead = self._ahead = _compile_ahead.start(self._ctx.device_type, [
                 (r, self._view.nodes[r.nid].op.name) for r in self._bwd_plan]) or False
         elif what == 'backward' and ahead:
-            ahead.wait()
+            ahead.wait(getattr(self, '_first_forward_s', 0.0))
+        tic = time.perf_counter()
         with compile_notice.first_run([self._view.nodes[r.nid].op.name for r in plan], what):
             run(is_train)
+        if what == 'forward':
+            self._first_forward_s = time.perf_counter() - tic
+        elif ahead:
+            ahead.done()
         self._warm.add(what)
 
     def _run_forward(self, is_train):

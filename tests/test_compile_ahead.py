@@ -124,3 +124,24 @@ def test_executor_without_child_trains_as_before(monkeypatch):
     ex.backward()
     assert ex._ahead is False
     assert ex.grad_dict['fc_weight'].shape == (2, 3)
+
+
+def test_warm_forward_stops_child_and_marks(tmp_path):
+    """A first forward that loaded from the cache stops the child at once; done() writes the marker."""
+    import time
+    proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    marker = str(tmp_path / 'ffnumba-ahead-x.done')
+    ahead = _compile_ahead.Ahead(proc, marker)
+    tic = time.perf_counter()
+    ahead.wait(_compile_ahead.WARM_FORWARD / 2)
+    assert time.perf_counter() - tic < 10
+    assert proc.returncode is not None          # killed and reaped
+    ahead.stop()                                # idempotent
+    assert not os.path.exists(marker)
+    ahead.done()
+    assert os.path.exists(marker)
+    # a cold forward waits for the child to finish by itself
+    proc = subprocess.Popen([sys.executable, '-c', 'pass'])
+    ahead = _compile_ahead.Ahead(proc, marker)
+    ahead.wait(_compile_ahead.WARM_FORWARD * 2)
+    assert proc.returncode == 0
