@@ -6,21 +6,28 @@ after the other (about 9 s for LeNet, 13 s for ResNet-18 on 2 cores). The
 backward's kernels do not depend on the forward's results, only on the
 arrays' shapes and dtypes, so on a machine with a second free core the first
 CPU executor of a process that runs a training forward starts one child
-process (:func:`start`). The child imports ffnumba, calls every backward
-compute function of the bound plan on zero arrays of the same shapes and
-dtypes (an operator whose backward needs its forward's state runs its forward
-first) and exits; its results are thrown away, but numba writes each kernel
-it compiles to the on-disk cache (``cache=True``). The parent's
-first backward waits for the child (:meth:`Ahead.wait`) and then loads those
-kernels from the cache instead of compiling them.
+process (:func:`start`). The child imports ffnumba and calls the backward
+compute functions of the bound plan on zero arrays of the same shapes and
+dtypes, last node first (an operator whose backward needs its forward's state
+runs its forward first); its results are thrown away, but numba writes each
+kernel it compiles to the on-disk cache (``cache=True``). The parent never
+waits for it: its backward runs the nodes first to last, loading from the
+cache what the child has compiled and compiling the rest itself, so the two
+meet in the middle of the backward pass whichever is faster (at worst one
+kernel is compiled by both). When the parent's first backward is done the
+child, if still running, is stopped (:meth:`Ahead.done`).
 
 Safe by construction: numba writes every cache file under a temporary name
-and renames it into place, so the two processes never see a torn file (a
-kernel both compile is written twice, with the same contents); the child
-shares nothing else with the parent, and whatever it fails to compile the
-parent compiles as before. It runs only when it can help:
+and renames it into place, data before index, so neither process ever reads
+a torn or half-written entry (a kernel both compile is written twice, with
+the same contents; a child stopped while writing leaves at most an unused
+``*.tmp.*`` file); the child shares nothing else with the parent, and
+whatever it has not compiled the parent compiles as before. It runs only when
+it can help:
 
 * ``FFNUMBA_COMPILE_AHEAD=0`` turns it off (the test suite does);
+  ``FFNUMBA_COMPILE_AHEAD=wait`` makes the first backward wait for the child
+  (to test or time the child alone);
 * only with at least two usable cores (``os.sched_getaffinity``), numba's
   disk cache writable, and a CPU executor with a backward pass;
 * once per process (the first training executor: the cold start), and
@@ -28,10 +35,9 @@ parent compiles as before. It runs only when it can help:
   when it is done and the parent after its first backward (a warm start
   spawns nothing);
 * a first forward that took under :data:`WARM_FORWARD` seconds found its
-  kernels cached: the parent stops the child rather than waiting for it;
-* the parent waits at most :data:`WAIT_MAX` seconds and then stops the
-  child; a child still running when the parent exits is stopped then
-  (``atexit``), so no process outlives its parent's interpreter.
+  kernels cached: the parent stops the child before its backward;
+* a child still running when the parent's interpreter exits is stopped
+  then (``atexit``), so no process outlives it.
 """
 import atexit
 import hashlib
@@ -42,12 +48,10 @@ import subprocess
 import sys
 import threading
 
-__all__ = ['start', 'Ahead', 'enabled', 'WAIT_MAX', 'WARM_FORWARD', 'main']
+__all__ = ['start', 'Ahead', 'enabled', 'WARM_FORWARD', 'main']
 
 _LOG = logging.getLogger(__name__)
 
-#: Longest the first backward waits for the child before stopping it (seconds).
-WAIT_MAX = 300.0
 
 #: A first forward faster than this (seconds) loaded its kernels from the cache: no waiting.
 WARM_FORWARD = 1.0
@@ -56,9 +60,13 @@ _lock = threading.Lock()
 _started = False      # one child per process: the cold start
 
 
+def _mode():
+    return os.environ.get('FFNUMBA_COMPILE_AHEAD', '1').strip().lower()
+
+
 def enabled():
     """Whether a cold start may compile ahead: the switch is on and a second core is there."""
-    if os.environ.get('FFNUMBA_COMPILE_AHEAD', '1').strip().lower() in ('0', 'false', 'no', 'off'):
+    if _mode() in ('0', 'false', 'no', 'off'):
         return False
     try:
         cores = len(os.sched_getaffinity(0))
@@ -102,33 +110,29 @@ def _plan_spec(plan):
 
 
 class Ahead:
-    """A running compile-ahead child; :meth:`wait` before the first backward, :meth:`done` after."""
+    """A running compile-ahead child: :meth:`before_backward`, then :meth:`done`."""
 
     def __init__(self, proc, marker):
         self._proc = proc
         self._marker = marker
         atexit.register(self.stop)
 
-    def wait(self, forward_seconds):
-        """Before the first backward: wait for the child (at most :data:`WAIT_MAX` s).
+    def before_backward(self, forward_seconds):
+        """Before the first backward: stop the child if the forward found a warm cache.
 
         A first forward faster than :data:`WARM_FORWARD` seconds loaded its
-        kernels from the cache (a cache filled without this marker, e.g. with
-        compile-ahead off): the backward's are there too, so the child is
-        stopped at once instead of waited for.
+        kernels from the cache (a cache filled without this plan's marker, e.g.
+        with compile-ahead off): the backward's are cached too and the child
+        would only take CPU from the parent.
         """
-        proc = self._proc
-        if proc is None:
-            return
-        if forward_seconds >= WARM_FORWARD:
-            try:
-                proc.wait(WAIT_MAX)
-            except subprocess.TimeoutExpired:
-                _LOG.info('compile-ahead child still running after %.0f s: stopped', WAIT_MAX)
-        self.stop()
+        if forward_seconds < WARM_FORWARD:
+            self.stop()
+        elif self._proc is not None and _mode() == 'wait':
+            self._proc.wait()
 
     def done(self):
-        """After the first backward: mark this plan's kernels as cached (no child next time)."""
+        """After the first backward: stop the child; mark this plan's kernels as cached."""
+        self.stop()
         _write_marker(self._marker)
 
     def stop(self):
@@ -189,14 +193,18 @@ def _zeros(spec):
 
 
 def main(marker, payload):
-    """The child: run each backward (after its forward when it needs one) on zeros; write ``marker``."""
+    """The child: run each backward (after its forward when it needs one) on zeros; write ``marker``.
+
+    ``payload``: the pickled plan of :func:`_plan_spec`, in the parent's backward order.
+    """
     import numpy as np
     from .context import cpu
     from .jit import direct
     from .ops.registry import OpContext, get_op
     np.seterr(all='ignore')
     rng = np.random.default_rng(0)
-    for op_name, p, og, ins, outs, ig, reqs, aux in pickle.loads(payload):
+    # last node first: the parent's backward runs first to last and meets the child midway
+    for op_name, p, og, ins, outs, ig, reqs, aux in pickle.loads(payload)[::-1]:
         try:
             fwd, bwd = get_op(op_name).compute('cpu')
             ctx = OpContext(True, cpu(), {}, rng, op_name)

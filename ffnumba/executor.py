@@ -262,7 +262,7 @@ class Executor:
             ahead = self._ahead = _compile_ahead.start(self._ctx.device_type, [
                 (r, self._view.nodes[r.nid].op.name) for r in self._bwd_plan]) or False
         elif what == 'backward' and ahead:
-            ahead.wait(getattr(self, '_first_forward_s', 0.0))
+            ahead.before_backward(getattr(self, '_first_forward_s', 0.0))
         tic = time.perf_counter()
         with compile_notice.first_run([self._view.nodes[r.nid].op.name for r in plan], what):
             run(is_train)

@@ -1,9 +1,9 @@
 """The cold start's compile-ahead child (ffnumba._compile_ahead).
 
 End to end in fresh interpreters with an empty numba cache: the child compiles
-the backward's kernels (the parent then compiles none of them), writes its
-marker, is reaped before the first backward returns, and changes no number;
-a warm cache spawns nothing. The switches are checked in process.
+the backward's kernels (waited for, the parent then compiles none of them),
+writes its marker, is reaped before the first backward returns, and changes
+no number; a warm cache spawns nothing. The switches are checked in process.
 """
 import json
 import os
@@ -81,25 +81,25 @@ def _pid_alive(pid):
 @pytest.mark.skipif(not sys.platform.startswith('linux') or len(os.sched_getaffinity(0)) < 2,
                     reason='compile-ahead needs a second core (Linux affinity)')
 def test_cold_start_compiles_backward_ahead(tmp_path):
-    base = _run(tmp_path / 'off', '0')
-    assert base['child'] is None
-    # without the child the parent compiles the backward drivers itself
-    assert 'backward_range' in base['backward']
-    on = _run(tmp_path / 'on', '1')
+    # 'wait': the parent's first backward waits for the child, so the child did it all
+    on = _run(tmp_path / 'wait', 'wait')
     assert on['child'] is not None and on['reaped'] is True
-    assert not os.path.exists('/proc/%d' % on['child']) or not _pid_alive(on['child'])
-    # the child compiled them: the parent's backward loaded them from the cache
+    assert not _pid_alive(on['child'])
+    # the child compiled the backward drivers: the parent's backward loaded them
     assert 'backward_range' not in on['backward']
     assert 'forward_range' in on['forward']
-    markers = [f for _, _, fs in os.walk(tmp_path / 'on') for f in fs
+    markers = [f for _, _, fs in os.walk(tmp_path / 'wait') for f in fs
                if f.startswith('ffnumba-ahead-') and f.endswith('.done')]
     assert len(markers) == 1
-    # bit-identical numbers
-    assert on['out'] == base['out'] and on['grads'] == base['grads']
+    # the default: no waiting, the parent and the child meet midway; the same numbers
+    both = _run(tmp_path / 'default', '1')
+    assert both['child'] is not None and both['reaped'] is True
+    assert not _pid_alive(both['child'])
+    assert both['out'] == on['out'] and both['grads'] == on['grads']
     # the same plan again (warm cache, marker there): no child, nothing compiled
-    warm = _run(tmp_path / 'on', '1')
+    warm = _run(tmp_path / 'wait', '1')
     assert warm['child'] is None and warm['forward'] == [] and warm['backward'] == []
-    assert warm['grads'] == base['grads']
+    assert warm['grads'] == on['grads']
 
 
 def test_switch_and_once_per_process(monkeypatch):
@@ -133,15 +133,17 @@ def test_warm_forward_stops_child_and_marks(tmp_path):
     marker = str(tmp_path / 'ffnumba-ahead-x.done')
     ahead = _compile_ahead.Ahead(proc, marker)
     tic = time.perf_counter()
-    ahead.wait(_compile_ahead.WARM_FORWARD / 2)
+    ahead.before_backward(_compile_ahead.WARM_FORWARD / 2)
     assert time.perf_counter() - tic < 10
     assert proc.returncode is not None          # killed and reaped
     ahead.stop()                                # idempotent
     assert not os.path.exists(marker)
     ahead.done()
     assert os.path.exists(marker)
-    # a cold forward waits for the child to finish by itself
-    proc = subprocess.Popen([sys.executable, '-c', 'pass'])
+    # a cold forward leaves the child running; the end of the first backward stops it
+    proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
     ahead = _compile_ahead.Ahead(proc, marker)
-    ahead.wait(_compile_ahead.WARM_FORWARD * 2)
-    assert proc.returncode == 0
+    ahead.before_backward(_compile_ahead.WARM_FORWARD * 2)
+    assert proc.poll() is None
+    ahead.done()
+    assert proc.returncode is not None
