@@ -1,4 +1,4 @@
-"""Compile the backward pass's kernels in a child process while the forward pass compiles here.
+"""A cold start compiles on two cores: a child process compiles the kernels from the back.
 
 numba compiles on one core, under a process-wide lock, so a cold first
 training batch compiles the forward's kernels and then the backward's, one
@@ -6,16 +6,16 @@ after the other (about 9 s for LeNet, 13 s for ResNet-18 on 2 cores). The
 backward's kernels do not depend on the forward's results, only on the
 arrays' shapes and dtypes, so on a machine with a second free core the first
 CPU executor of a process that runs a training forward starts one child
-process (:func:`start`). The child imports ffnumba and calls the backward
-compute functions of the bound plan on zero arrays of the same shapes and
-dtypes, last node first (an operator whose backward needs its forward's state
-runs its forward first); its results are thrown away, but numba writes each
-kernel it compiles to the on-disk cache (``cache=True``). The parent never
-waits for it: its backward runs the nodes first to last, loading from the
-cache what the child has compiled and compiling the rest itself, so the two
-meet in the middle of the backward pass whichever is faster (at worst one
-kernel is compiled by both). When the parent's first backward is done the
-child, if still running, is stopped (:meth:`Ahead.done`).
+process (:func:`start`). The child imports ffnumba and runs the bound plan's
+compute functions on zero arrays of the same shapes and dtypes, in reverse:
+the backward's nodes last to first, then the forward's (a backward that needs
+its forward's state runs that forward first). Its results are thrown away,
+but numba writes each kernel it compiles to the on-disk cache
+(``cache=True``). The parent never waits for it: it runs its forward and
+backward from the front, loading from the cache what the child has compiled
+and compiling the rest itself, so the two meet midway whichever is faster
+(at worst one kernel is compiled by both). When the parent's first backward
+is done the child, if still running, is stopped (:meth:`Ahead.done`).
 
 Safe by construction: numba writes every cache file under a temporary name
 and renames it into place, data before index, so neither process ever reads
@@ -100,12 +100,17 @@ def _spec_of(arrays):
     return [None if a is None else (tuple(a.shape), a.dtype.str) for a in arrays]
 
 
-def _plan_spec(plan):
-    """The backward plan as picklable records: op name, params, array shapes/dtypes, requests."""
-    recs = []
-    for r, op_name in plan:
-        recs.append((op_name, r.p, _spec_of(r.ograds), _spec_of(r.ins), _spec_of(r.outs),
-                     _spec_of(r.igrads), list(r.reqs), _spec_of(r.aux)))
+def _plan_spec(fwd, bwd):
+    """The work list of the child as picklable records, in the order the parent runs them.
+
+    ``('f', op, params, ins, outs, aux)`` per forward node, then ``('b', op,
+    params, ograds, ins, outs, igrads, reqs, aux)`` per backward node; arrays
+    as ``(shape, dtype)`` (or None).
+    """
+    recs = [('f', name, r.p, _spec_of(r.ins), _spec_of(r.outs), _spec_of(r.aux))
+            for r, name in fwd]
+    recs += [('b', name, r.p, _spec_of(r.ograds), _spec_of(r.ins), _spec_of(r.outs),
+              _spec_of(r.igrads), list(r.reqs), _spec_of(r.aux)) for r, name in bwd]
     return recs
 
 
@@ -146,14 +151,16 @@ class Ahead:
         atexit.unregister(self.stop)
 
 
-def start(device_type, plan):
-    """Start the child for a bound backward ``plan`` (``[(record, op name)]``), or return None.
+def start(device_type, fwd, bwd):
+    """Start the child for a bound executor's ``fwd`` and ``bwd`` plans, or return None.
 
+    Each plan is a list of ``(record, op name)``, records with the executor's
+    ``p``, ``ins``, ``outs``, ``aux`` (and ``ograds``, ``igrads``, ``reqs``).
     ``None`` when compile-ahead is off or useless (see the module notes): the
     caller then compiles everything itself, as without this module.
     """
     global _started
-    if device_type not in ('cpu', 'cpu_pinned', 'cpu_shared') or not plan:
+    if device_type not in ('cpu', 'cpu_pinned', 'cpu_shared') or not bwd:
         return None
     with _lock:
         if _started or not enabled():
@@ -164,7 +171,7 @@ def start(device_type, plan):
         return None
     try:
         import numba
-        payload = pickle.dumps(_plan_spec(plan), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps(_plan_spec(fwd, bwd), protocol=pickle.HIGHEST_PROTOCOL)
         key = hashlib.sha1(payload + numba.__version__.encode()).hexdigest()[:20]
     except Exception:   # noqa: BLE001 -- params that do not pickle: compile here
         return None
@@ -193,9 +200,12 @@ def _zeros(spec):
 
 
 def main(marker, payload):
-    """The child: run each backward (after its forward when it needs one) on zeros; write ``marker``.
+    """The child: run the plan's nodes on zeros, last first; write ``marker`` when done.
 
-    ``payload``: the pickled plan of :func:`_plan_spec`, in the parent's backward order.
+    ``payload``: the pickled list of :func:`_plan_spec`, in the parent's
+    order (forward, then backward). Last first: the parent works from the
+    front, so the two meet midway whichever is faster; a backward that needs
+    its forward's state runs that forward first.
     """
     import numpy as np
     from .context import cpu
@@ -203,20 +213,23 @@ def main(marker, payload):
     from .ops.registry import OpContext, get_op
     np.seterr(all='ignore')
     rng = np.random.default_rng(0)
-    # last node first: the parent's backward runs first to last and meets the child midway
-    for op_name, p, og, ins, outs, ig, reqs, aux in pickle.loads(payload)[::-1]:
+    for rec in pickle.loads(payload)[::-1]:
         try:
-            fwd, bwd = get_op(op_name).compute('cpu')
-            ctx = OpContext(True, cpu(), {}, rng, op_name)
-            a_og, a_in, a_out, a_ig, a_aux = (_zeros(og), _zeros(ins), _zeros(outs), _zeros(ig),
-                                              _zeros(aux))
+            fwd, bwd = get_op(rec[1]).compute('cpu')
+            ctx = OpContext(True, cpu(), {}, rng, rec[1])
+            p = rec[2]
+            if rec[0] == 'f':
+                ins, outs, aux = _zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5])
+                direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
+                continue
+            og, ins, outs, ig, aux = (_zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5]),
+                                      _zeros(rec[6]), _zeros(rec[8]))
+            reqs = rec[7]
             try:
-                direct(bwd, p, a_og, a_in, a_out, a_ig, reqs, a_aux)(
-                    ctx, p, a_og, a_in, a_out, a_ig, reqs, a_aux)
+                direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
             except Exception:   # noqa: BLE001 -- e.g. state the forward keeps: run it first
-                direct(fwd, p, a_in, a_out, a_aux)(ctx, p, a_in, a_out, a_aux)
-                direct(bwd, p, a_og, a_in, a_out, a_ig, reqs, a_aux)(
-                    ctx, p, a_og, a_in, a_out, a_ig, reqs, a_aux)
+                direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
+                direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
         except Exception:   # noqa: BLE001 -- the parent compiles what the child could not
             continue
     _write_marker(marker)

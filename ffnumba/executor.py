@@ -258,9 +258,11 @@ class Executor:
             return run(is_train)
         ahead = getattr(self, '_ahead', None)
         if what == 'forward' and is_train and ahead is None:
-            # the cold start: the backward's kernels compile in a child meanwhile
-            ahead = self._ahead = _compile_ahead.start(self._ctx.device_type, [
-                (r, self._view.nodes[r.nid].op.name) for r in self._bwd_plan]) or False
+            # the cold start: a child compiles kernels from the back meanwhile
+            names = [node.op.name if node.op is not None else None for node in self._view.nodes]
+            ahead = self._ahead = _compile_ahead.start(
+                self._ctx.device_type, [(r, names[r.nid]) for r in self._fwd_plan],
+                [(r, names[r.nid]) for r in self._bwd_plan]) or False
         elif what == 'backward' and ahead:
             ahead.before_backward(getattr(self, '_first_forward_s', 0.0))
         tic = time.perf_counter()

@@ -105,12 +105,12 @@ def test_cold_start_compiles_backward_ahead(tmp_path):
 def test_switch_and_once_per_process(monkeypatch):
     monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', '0')
     assert not _compile_ahead.enabled()
-    assert _compile_ahead.start('cpu', [(object(), 'FullyConnected')]) is None
+    assert _compile_ahead.start('cpu', [], [(object(), 'FullyConnected')]) is None
     monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', '1')
-    assert _compile_ahead.start('gpu', [(object(), 'FullyConnected')]) is None   # CPU only
-    assert _compile_ahead.start('cpu', []) is None                              # no backward
+    assert _compile_ahead.start('gpu', [], [(object(), 'FullyConnected')]) is None   # CPU only
+    assert _compile_ahead.start('cpu', [], []) is None                              # no backward
     monkeypatch.setattr(_compile_ahead, '_started', True)     # a child already ran here
-    assert _compile_ahead.start('cpu', [(object(), 'FullyConnected')]) is None
+    assert _compile_ahead.start('cpu', [], [(object(), 'FullyConnected')]) is None
 
 
 def test_executor_without_child_trains_as_before(monkeypatch):
