@@ -18,7 +18,11 @@ symbol, ``Module.bind``/``init_params``/``init_optimizer`` (SGD, momentum 0.9)
 and one ``forward_backward`` + ``update`` on random data (batch ``--batch``),
 ending when the outputs are read back. ``step`` is a second batch in the
 warm child, timed on its own: the arithmetic every batch pays, so ``warm -
-step`` is what starting costs beyond it. ``--rounds`` repeats everything; with
+step`` is what starting costs beyond it. ``cpu`` is the cold child's own CPU time up to the end of its first
+batch: on a loaded machine, where wall times swing, it stands for the cold
+start a quiet machine would see, as long as a compile-ahead child (which it
+does not count; see ``ffnumba._compile_ahead``) has a core of its own.
+``--rounds`` repeats everything; with
 several ``--roots`` (source trees, each put first on ``PYTHONPATH``) the trees
 alternate inside each round so a busy phase of the machine hits all of them,
 and the table shows the best (smallest) of the rounds.
@@ -118,6 +122,7 @@ def worker(args):
     mod.update()
     res = mod.get_outputs()[0].asnumpy()
     out['first_batch'] = time.perf_counter() - tic
+    out['cpu'] = time.process_time()    # this process's CPU seconds (a compile-ahead child's not)
     out['bind'] = t_bound - t_import
     out['finite'] = bool(np.isfinite(res).all())
     # one more batch, after the timing above: the steady-state step, so the table can
@@ -177,6 +182,7 @@ def main():
     roots = args.roots.split(',')
     nets = args.nets.split(',')
     best = {}
+    nan = float('nan')
 
     def keep(key, value):
         if value is not None:
@@ -198,14 +204,15 @@ def main():
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
                 keep((root, net, 'cold'), cold['first_batch'])
+                keep((root, net, 'cold_cpu'), cold.get('cpu'))
                 keep((root, net, 'cold_process'), cold['process'])
                 if warm is not None:
                     keep((root, net, 'warm'), warm['first_batch'])
                     keep((root, net, 'warm_import'), warm['import'])
                     keep((root, net, 'warm_process'), warm['process'])
                     keep((root, net, 'step'), warm.get('step'))
-                print('round %d  %-16s %-22s cold %6.2f s   warm %5.2f s (import %.2f)'
-                      % (rnd + 1, net, root[-22:], cold['first_batch'],
+                print('round %d  %-16s %-22s cold %6.2f s (cpu %6.2f)   warm %5.2f s (import %.2f)'
+                      % (rnd + 1, net, root[-22:], cold['first_batch'], cold.get('cpu', nan),
                          warm['first_batch'] if warm else float('nan'),
                          warm['import'] if warm else float('nan')), flush=True)
                 if args.detail:
@@ -232,10 +239,11 @@ def main():
             nan = float('nan')
             step = best.get((root, net, 'step'), nan)
             warm = best.get((root, net, 'warm'), nan)
-            print('  %-16s cold %6.2f s [%6.2f]   warm %5.2f s [%5.2f]   step %5.2f s   '
+            print('  %-16s cold %6.2f s [%6.2f] (cpu %6.2f)   warm %5.2f s [%5.2f]   step %5.2f s   '
                   'warm - step %5.2f s'
                   % (net, best.get((root, net, 'cold'), nan),
-                     best.get((root, net, 'cold_process'), nan), warm,
+                     best.get((root, net, 'cold_process'), nan),
+                     best.get((root, net, 'cold_cpu'), nan), warm,
                      best.get((root, net, 'warm_process'), nan), step, warm - step))
 
 

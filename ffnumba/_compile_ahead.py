@@ -26,10 +26,12 @@ whatever it has not compiled the parent compiles as before. It runs only when
 it can help:
 
 * ``FFNUMBA_COMPILE_AHEAD=0`` turns it off (the test suite does);
-  ``FFNUMBA_COMPILE_AHEAD=wait`` makes the first backward wait for the child
-  (to test or time the child alone);
-* only with at least two usable cores (``os.sched_getaffinity``), numba's
-  disk cache writable, and a CPU executor with a backward pass;
+  ``=force`` starts the child whatever the load; ``=wait`` also makes the
+  first backward wait for it (to test or time the child alone);
+* only with at least two usable cores (``os.sched_getaffinity``) and, unless
+  forced, a one-minute load average of at most their number less one (an
+  idle core for the child: on a busy machine it would only slow the parent
+  down), numba's disk cache writable, and a CPU executor with a backward pass;
 * once per process (the first training executor: the cold start), and
   only while the cache lacks this plan's marker file, which the child writes
   when it is done and the parent after its first backward (a warm start
@@ -65,14 +67,29 @@ def _mode():
 
 
 def enabled():
-    """Whether a cold start may compile ahead: the switch is on and a second core is there."""
-    if _mode() in ('0', 'false', 'no', 'off'):
+    """Whether a cold start may compile ahead now.
+
+    The switch is on and a second core is there and idle: at least two usable
+    cores and a one-minute load average at most their number less one (on a
+    busy machine the child would only take CPU from the parent).
+    ``FFNUMBA_COMPILE_AHEAD=force`` or ``wait`` skip the load test.
+    """
+    mode = _mode()
+    if mode in ('0', 'false', 'no', 'off'):
         return False
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):     # not on Linux
         cores = os.cpu_count() or 1
-    return cores >= 2
+    if cores < 2:
+        return False
+    if mode in ('force', 'wait'):
+        return True
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return True
+    return load <= cores - 1
 
 
 def _cache_dir():

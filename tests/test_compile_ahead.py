@@ -92,12 +92,12 @@ def test_cold_start_compiles_backward_ahead(tmp_path):
                if f.startswith('ffnumba-ahead-') and f.endswith('.done')]
     assert len(markers) == 1
     # the default: no waiting, the parent and the child meet midway; the same numbers
-    both = _run(tmp_path / 'default', '1')
+    both = _run(tmp_path / 'default', 'force')
     assert both['child'] is not None and both['reaped'] is True
     assert not _pid_alive(both['child'])
     assert both['out'] == on['out'] and both['grads'] == on['grads']
     # the same plan again (warm cache, marker there): no child, nothing compiled
-    warm = _run(tmp_path / 'wait', '1')
+    warm = _run(tmp_path / 'wait', 'force')
     assert warm['child'] is None and warm['forward'] == [] and warm['backward'] == []
     assert warm['grads'] == on['grads']
 
@@ -107,6 +107,13 @@ def test_switch_and_once_per_process(monkeypatch):
     assert not _compile_ahead.enabled()
     assert _compile_ahead.start('cpu', [], [(object(), 'FullyConnected')]) is None
     monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', '1')
+    monkeypatch.setattr(os, 'getloadavg', lambda: (99.0, 99.0, 99.0))
+    assert not _compile_ahead.enabled()             # no idle core
+    monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))
+    assert _compile_ahead.enabled() == (len(os.sched_getaffinity(0)) >= 2)
+    monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', 'force')
+    monkeypatch.setattr(os, 'getloadavg', lambda: (99.0, 99.0, 99.0))
+    assert _compile_ahead.enabled() == (len(os.sched_getaffinity(0)) >= 2)
     assert _compile_ahead.start('gpu', [], [(object(), 'FullyConnected')]) is None   # CPU only
     assert _compile_ahead.start('cpu', [], []) is None                              # no backward
     monkeypatch.setattr(_compile_ahead, '_started', True)     # a child already ran here
