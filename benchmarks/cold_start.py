@@ -29,7 +29,9 @@ and the table shows the best (smallest) of the rounds.
 
 ``--detail`` lists, for the cold child, every numba compilation by function
 and how many signatures it compiled, and the total compile time (numba's
-``numba:compile`` events; nested compiles count toward their caller's time).
+``numba:compile`` events; nested compiles count toward their caller's time),
+with the compile-ahead child off (``FFNUMBA_COMPILE_AHEAD=0``) so that every
+kernel compiles in the process that lists it.
 Goal (issue 13): cold <= 10 s for LeNet and ResNet-18, warm <= 0.5 s for all.
 Prints numbers, asserts nothing.
 """
@@ -154,6 +156,7 @@ def child(root, net, cache_dir, args, detail=False):
            '--batch', str(args.batch)]
     if detail:
         cmd.append('--detail')
+        env['FFNUMBA_COMPILE_AHEAD'] = '0'    # every kernel compiles here, where it is listed
     tic = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - tic
