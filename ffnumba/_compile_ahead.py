@@ -14,8 +14,10 @@ but numba writes each kernel it compiles to the on-disk cache
 (``cache=True``). The parent never waits for it: it runs its forward and
 backward from the front, loading from the cache what the child has compiled
 and compiling the rest itself, so the two meet midway whichever is faster
-(at worst one kernel is compiled by both). When the parent's first backward
-is done the child, if still running, is stopped (:meth:`Ahead.done`).
+(at worst one kernel is compiled by both). The child runs at a lower
+priority (``nice`` 10), so on a busy core it yields to the parent. When the
+parent's first backward is done the child, if still running, is stopped
+(:meth:`Ahead.done`).
 
 Safe by construction: numba writes every cache file under a temporary name
 and renames it into place, data before index, so neither process ever reads
@@ -224,6 +226,10 @@ def main(marker, payload):
     front, so the two meet midway whichever is faster; a backward that needs
     its forward's state runs that forward first.
     """
+    try:
+        os.nice(10)     # speculative work: yields to the parent (and everything else) on a busy core
+    except (AttributeError, OSError):
+        pass
     import numpy as np
     from .context import cpu
     from .jit import direct
