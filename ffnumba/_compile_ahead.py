@@ -57,7 +57,7 @@ __all__ = ['start', 'Ahead', 'enabled', 'WARM_FORWARD', 'main']
 _LOG = logging.getLogger(__name__)
 
 
-#: A first forward faster than this (seconds) loaded its kernels from the cache: no waiting.
+#: A first forward faster than this (seconds) loaded its kernels from the cache: the child is stopped.
 WARM_FORWARD = 1.0
 
 _lock = threading.Lock()
@@ -202,15 +202,29 @@ def start(device_type, fwd, bwd):
     env['PYTHONPATH'] = root + os.pathsep + env.get('PYTHONPATH', '')
     env['FFNUMBA_COMPILE_AHEAD'] = '0'
     try:
-        proc = subprocess.Popen([sys.executable, '-m', 'ffnumba._compile_ahead', marker],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=env, close_fds=True)
-        proc.stdin.write(payload)
-        proc.stdin.close()
+        proc = subprocess.Popen([sys.executable, '-c', _CHILD, marker], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                close_fds=True)
     except Exception:   # noqa: BLE001 -- no child: compile here as before
         _LOG.debug('compile-ahead child did not start', exc_info=True)
         return None
+    # fed from a thread: a plan larger than the pipe's buffer would otherwise block
+    # this process until the child has imported ffnumba and reads it
+    threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True,
+                     name='ffnumba-compile-ahead-feed').start()
     return Ahead(proc, marker)
+
+
+_CHILD = ('import sys; from ffnumba._compile_ahead import main; '
+          'main(sys.argv[1], sys.stdin.buffer.read())')
+
+
+def _feed(pipe, payload):
+    try:
+        pipe.write(payload)
+        pipe.close()
+    except OSError:     # the child is gone (stopped early): nothing to feed
+        pass
 
 
 def _zeros(spec):
@@ -268,7 +282,3 @@ def _write_marker(marker):
         os.replace(tmp, marker)
     except OSError:     # a read-only cache: the next cold start spawns again
         pass
-
-
-if __name__ == '__main__':
-    main(sys.argv[1], sys.stdin.buffer.read())
