@@ -78,6 +78,7 @@ def _pid_alive(pid):
         return f.read().split(')')[-1].split()[0] != 'Z'
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith('linux') or len(os.sched_getaffinity(0)) < 2,
                     reason='compile-ahead needs a second core (Linux affinity)')
 def test_cold_start_compiles_backward_ahead(tmp_path):
