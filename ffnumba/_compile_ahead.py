@@ -31,9 +31,10 @@ it can help:
   ``=force`` starts the child whatever the load; ``=wait`` also makes the
   first backward wait for it (to test or time the child alone);
 * only with at least two usable cores (``os.sched_getaffinity``) and, unless
-  forced, a one-minute load average of at most their number less one (an
-  idle core for the child: on a busy machine it would only slow the parent
-  down), numba's disk cache writable, and a CPU executor with a backward pass;
+  forced, one of them idle (:func:`enabled`: the tasks running right now and
+  the one-minute load average; on a busy machine the child would only slow
+  the parent down), numba's disk cache writable, and a CPU executor with a
+  backward pass;
 * once per process (the first training executor: the cold start), and
   only while the cache lacks this plan's marker file, which the child writes
   when it is done and the parent after its first backward (a warm start
@@ -72,8 +73,10 @@ def enabled():
     """Whether a cold start may compile ahead now.
 
     The switch is on and a second core is there and idle: at least two usable
-    cores and a one-minute load average at most their number less one (on a
-    busy machine the child would only take CPU from the parent).
+    cores, and either no more tasks running right now besides this one than
+    there are cores less two, or a one-minute load average at most their
+    number less one (on a busy machine the child would only take CPU from the
+    parent).
     ``FFNUMBA_COMPILE_AHEAD=force`` or ``wait`` skip the load test.
     """
     mode = _mode()
@@ -87,11 +90,21 @@ def enabled():
         return False
     if mode in ('force', 'wait'):
         return True
+    others, load = _load()
+    return others <= cores - 2 or load <= cores - 1
+
+
+def _load():
+    """``(tasks running now besides this one, one-minute load average)``; ``(0, 0.0)`` if unknown."""
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return True
-    return load <= cores - 1
+        with open('/proc/loadavg') as f:
+            fields = f.read().split()
+        return int(fields[3].split('/')[0]) - 1, float(fields[0])
+    except (OSError, ValueError, IndexError):     # not Linux
+        try:
+            return 0, os.getloadavg()[0]
+        except (AttributeError, OSError):
+            return 0, 0.0
 
 
 def _cache_dir():

@@ -108,13 +108,18 @@ def test_switch_and_once_per_process(monkeypatch):
     assert not _compile_ahead.enabled()
     assert _compile_ahead.start('cpu', [], [(object(), 'FullyConnected')]) is None
     monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', '1')
-    monkeypatch.setattr(os, 'getloadavg', lambda: (99.0, 99.0, 99.0))
+    two = len(os.sched_getaffinity(0)) >= 2
+    others, load = _compile_ahead._load()           # the real reading
+    assert isinstance(others, int) and others >= 0 and load >= 0.0
+    monkeypatch.setattr(_compile_ahead, '_load', lambda: (99, 99.0))
     assert not _compile_ahead.enabled()             # no idle core
-    monkeypatch.setattr(os, 'getloadavg', lambda: (0.0, 0.0, 0.0))
-    assert _compile_ahead.enabled() == (len(os.sched_getaffinity(0)) >= 2)
+    monkeypatch.setattr(_compile_ahead, '_load', lambda: (0, 99.0))
+    assert _compile_ahead.enabled() == two          # idle right now
+    monkeypatch.setattr(_compile_ahead, '_load', lambda: (99, 0.0))
+    assert _compile_ahead.enabled() == two          # idle over the last minute
     monkeypatch.setenv('FFNUMBA_COMPILE_AHEAD', 'force')
-    monkeypatch.setattr(os, 'getloadavg', lambda: (99.0, 99.0, 99.0))
-    assert _compile_ahead.enabled() == (len(os.sched_getaffinity(0)) >= 2)
+    monkeypatch.setattr(_compile_ahead, '_load', lambda: (99, 99.0))
+    assert _compile_ahead.enabled() == two
     assert _compile_ahead.start('gpu', [], [(object(), 'FullyConnected')]) is None   # CPU only
     assert _compile_ahead.start('cpu', [], []) is None                              # no backward
     monkeypatch.setattr(_compile_ahead, '_started', True)     # a child already ran here
