@@ -149,7 +149,13 @@ a = np.arange(12, dtype=np.float32).reshape(3, 4)
 b = np.arange(8, dtype=np.float32).reshape(2, 4)
 c = np.zeros((3, 2), np.float32)
 gemm_kernel.kernel(a, b, c)
-print(json.dumps({'backend': name, 'ok': bool(np.allclose(c, a @ b.T)),
+x = np.arange(6, dtype=np.float64).reshape(2, 3)
+d = np.ones((3, 3))
+_gemm.gemm(2.0, x.T, x, 1.0, d)
+found = {'openblas': _gemm._openblas() is not None, 'mkl': _gemm._mkl() is not None,
+         'numba': True}
+print(json.dumps({'backend': name, 'found': found,
+                  'ok': bool(np.allclose(c, a @ b.T) and np.allclose(d, 2 * x.T @ x + 1)),
                   'hits': sum(gemm_kernel.kernel.stats.cache_hits.values()),
                   'misses': sum(gemm_kernel.kernel.stats.cache_misses.values())}))
 '''
@@ -174,6 +180,15 @@ def test_cached_kernel_loads_in_new_process_with_any_backend(tmp_path):
     other = _child(tmp_path, 'numba')          # same cached code, another library bound
     assert other['backend'] == 'numba'
     assert other['ok'] and other['misses'] == 0 and other['hits'] == 1
+
+
+@pytest.mark.parametrize('name', _gemm.BACKENDS)
+def test_each_backend_when_chosen(tmp_path, name):
+    """``FFNUMBA_GEMM=name`` binds that library where it loads (else numba's np.dot)."""
+    (tmp_path / 'gemm_kernel.py').write_text(textwrap.dedent(_KERNEL))
+    out = _child(tmp_path, name)
+    assert out['ok']
+    assert out['backend'] == (name if out['found'][name] else 'numba')
 
 
 def test_missing_library_falls_back_to_numba(tmp_path):
