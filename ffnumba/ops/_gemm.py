@@ -12,7 +12,8 @@ The library is chosen once per process, at import, by ``FFNUMBA_GEMM``:
   ILP64 ``scipy_cblas_?gemm64_``), a core dependency: the default;
 * ``mkl``: Intel MKL's ``cblas_?gemm_64`` (ILP64) from ``libmkl_rt`` of the
   ``mkl`` wheel (``pip install ffnumba[mkl]``), run sequentially (MKL's own
-  threads are off; the kernels split their work over ffnumba's pool). Used
+  threads are off, unless ``MKL_THREADING_LAYER`` is set; the kernels split
+  their work over ffnumba's pool). Used
   by default when installed (unset ``FFNUMBA_GEMM``): it measured 1.2x the
   float32 GEMM speed of OpenBLAS on one thread (``benchmarks/gemm_backends.py``);
 * ``numba``: numba's own ``np.dot`` (scipy's bundled OpenBLAS), the path the
@@ -183,6 +184,11 @@ def _choose():
         if found is not None:
             if name == 'openblas':
                 _openblas_threads(found[0])
+            elif os.environ.get('MKL_THREADING_LAYER'):    # the user's MKL threads: managed
+                lib = found[0]
+                lib.MKL_Get_Max_Threads.restype = ctypes.c_int
+                register_blas(lib.MKL_Get_Max_Threads,
+                              lambda n, lib=lib: lib.MKL_Set_Num_Threads(ctypes.c_int(n)))
             break
         if raw:
             log.warning('%s=%s: the library was not found; GEMMs use numba\'s np.dot',
