@@ -9,9 +9,26 @@ import os
 
 from .base import ParamError
 
-__all__ = ['BLAS_THREADS_ENV']
+__all__ = ['BLAS_THREADS_ENV', 'register_blas']
 
 _BLAS_LIMITED = {'threads': None, 'shared': False}
+#: ``(get_num_threads, set_num_threads)`` of further BLAS libraries the kernels call
+#: (:func:`register_blas`), held and capped with numba's.
+_REGISTERED = []
+
+
+def register_blas(get, put):
+    """Add a BLAS library's ``get()`` / ``put(n)`` thread functions to the ones managed here.
+
+    :mod:`ffnumba.ops._gemm` registers the library its kernels call, so the
+    cap (:func:`_limit_blas_threads`) and the one-thread sections
+    (:class:`numba_blas_single_thread`) apply to it as to numba's BLAS.
+    A cap already set applies at once.
+    """
+    _REGISTERED.append((get, put))
+    cap = _BLAS_LIMITED['threads']
+    if cap is not None and get() > cap:
+        put(cap)
 
 #: Environment variable that chooses the BLAS thread cap of multi-CPU runs.
 BLAS_THREADS_ENV = 'FFNUMBA_BLAS_THREADS'
@@ -87,13 +104,14 @@ def _limit_blas_threads(n, shared=True):
     logging.getLogger(__name__).info(
         'ffnumba: BLAS limited to %d thread(s) for the rest of this process '
         '(set %s=0 to leave BLAS alone)', n, BLAS_THREADS_ENV)
+    for _, put in _REGISTERED:
+        put(n)
     try:
         from threadpoolctl import threadpool_limits
         threadpool_limits(limits=n, user_api='blas')
         return
     except ImportError:
         pass
-    import ctypes
     try:
         with open('/proc/self/maps') as f:
             paths = {line.split()[-1] for line in f if 'openblas' in line.lower()}
@@ -171,21 +189,23 @@ class numba_blas_single_thread:  # noqa: N801 (a context manager used like a fun
     spin while they wait, so on a loaded machine 2 threads made an LSTM step
     10x slower. Restores the previous count (never above a cap set by
     :func:`_limit_blas_threads`); a no-op where the library is not found or
-    already runs one thread. numpy's own BLAS (a separate library) is untouched.
+    already runs one thread. Libraries added by :func:`register_blas` (the
+    one :mod:`ffnumba.ops._gemm` calls) are held the same way; numpy's own
+    BLAS is held only when it is that library.
     """
 
     def __enter__(self):
         fns = _numba_blas()
-        self._restore = None
-        if fns is not None:
-            n = fns[0]()
+        self._restore = []
+        for get, put in ([fns] if fns is not None else []) + _REGISTERED:
+            n = get()
             if n > 1:
-                fns[1](1)
-                self._restore = n
+                put(1)
+                self._restore.append((put, n))
         return self
 
     def __exit__(self, *exc):
-        if self._restore is not None:
-            cap = _BLAS_LIMITED['threads']
-            _numba_blas()[1](self._restore if cap is None else min(cap, self._restore))
+        cap = _BLAS_LIMITED['threads']
+        for put, n in self._restore:
+            put(n if cap is None else min(cap, n))
         return False

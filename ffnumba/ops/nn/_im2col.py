@@ -17,7 +17,7 @@ volume. Two drivers cover both ops:
 
 ``im2col`` unrolls a chunk of ``nb`` samples of one group into a matrix
 ``col`` of shape ``(Cg*K, nb*P)`` (``P = OD*OH*OW``), so each group of each
-chunk costs one BLAS GEMM (``np.dot`` inside ``@njit``). Chunks keep ``col``
+chunk costs one BLAS GEMM (:func:`ffnumba.ops._gemm.gemm` inside ``@njit``). Chunks keep ``col``
 cache-sized. Pointwise kernels (1x1, stride 1, no pad) with one sample per
 chunk skip im2col: a sample's planes are its ``col``, and the forward, data-
 and weight-gradient GEMMs read and write the NCHW arrays themselves. The
@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit
 
 from ..templates import JIT
+from .._gemm import gemm
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
@@ -396,7 +397,7 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                 col = colf.reshape((CK, nb * P))
             if nb == 1 and not add:
                 yj = y[n0, j * Fg:(j + 1) * Fg]
-                np.dot(w3[j], col, yj)
+                gemm(1.0, w3[j], col, 0.0, yj)
                 if has_bias:
                     for f in range(Fg):
                         v = bias[j * Fg + f]
@@ -405,7 +406,7 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                             row[i] += v
             else:
                 tmp = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
-                np.dot(w3[j], col, tmp)
+                gemm(1.0, w3[j], col, 0.0, tmp)
                 _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias)
 
 
@@ -456,7 +457,7 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
                 dwj = dw3[j]
                 first = mode_dw == 1 and n0 == nlo
                 if Fg * CK <= SMALL_DW:     # cache-resident: col dy^T is the faster GEMM
-                    np.dot(colj, dyt.T, part_t)
+                    gemm(1.0, colj, dyt.T, 0.0, part_t)
                     for f in range(Fg):
                         dst = dwj[f]
                         if first:
@@ -466,9 +467,9 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
                             for r in range(CK):
                                 dst[r] += part_t[r, f]
                 elif first:                 # the first chunk writes dw in place
-                    np.dot(dyt, colj.T, dwj)
+                    gemm(1.0, dyt, colj.T, 0.0, dwj)
                 else:
-                    np.dot(dyt, colj.T, part)
+                    gemm(1.0, dyt, colj.T, 0.0, part)
                     for f in range(Fg):
                         dst = dwj[f]
                         src = part[f]
@@ -477,9 +478,9 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
             if mode_dx != 0:
                 if direct and mode_dx == 1:
                     lo = (n0 * C + j * cg) * P
-                    np.dot(w3[j].T, dyt, dxf[lo:lo + cg * P].reshape((cg, P)))
+                    gemm(1.0, w3[j].T, dyt, 0.0, dxf[lo:lo + cg * P].reshape((cg, P)))
                 else:
-                    np.dot(w3[j].T, dyt, col)
+                    gemm(1.0, w3[j].T, dyt, 0.0, col)
                     col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
 
 

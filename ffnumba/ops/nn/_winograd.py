@@ -60,6 +60,7 @@ from numba import njit
 
 from ...blas_threads import numba_blas_single_thread
 from ..templates import JIT
+from .._gemm import gemm
 from . import _im2col as ic
 from ._conv_par import run_split, split_threads
 
@@ -374,7 +375,7 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
                 _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
                 _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
         for e in range(16):
-            np.dot(_mat(uf, e, us, F, C), _mat(vbuf, e, vs, C, L), _mat(mbuf, e, ms, F, L))
+            gemm(1.0, _mat(uf, e, us, F, C), _mat(vbuf, e, vs, C, L), 0.0, _mat(mbuf, e, ms, F, L))
         for b in range(nb):
             yb = y[n0 + b]
             for f in range(F):
@@ -422,9 +423,9 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
                 ve = _mat(vbuf, e, vs, C, L)
                 de = _mat(duf, e, us, F, C)
                 if first:
-                    np.dot(me, ve.T, de)
+                    gemm(1.0, me, ve.T, 0.0, de)
                 else:
-                    np.dot(me, ve.T, part)
+                    gemm(1.0, me, ve.T, 0.0, part)
                     for f in range(F):
                         dst = de[f]
                         src = part[f]
@@ -432,8 +433,8 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
                             dst[c] += src[c]
         if mode_dx != 0:
             for e in range(16):
-                np.dot(_mat(uf, e, us, F, C).T, _mat(mbuf, e, ms, F, L),
-                       _mat(vbuf, e, vs, C, L))
+                gemm(1.0, _mat(uf, e, us, F, C).T, _mat(mbuf, e, ms, F, L), 0.0,
+                     _mat(vbuf, e, vs, C, L))
             for b in range(nb):
                 for c in range(C):
                     padf[:] = 0

@@ -44,6 +44,7 @@ from ...base import DTypeError, ShapeError
 from ...blas_threads import numba_blas_single_thread
 from ...thread_pool import pool_used
 from .. import gemm_cuda
+from .._gemm import gemm
 from ._conv_par import run_split, split_threads
 from ._im2col import buffer
 from ..params import Field, Params
@@ -108,7 +109,7 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
 
 @njit(**JIT)
 def _fc_forward(x, w, b, out, has_bias):
-    np.dot(x, w.T, out)
+    gemm(1.0, x, w.T, 0.0, out)
     if has_bias:
         for m in range(out.shape[0]):
             for h in range(out.shape[1]):
@@ -118,7 +119,7 @@ def _fc_forward(x, w, b, out, has_bias):
 @njit(**JIT)
 def _fc_forward_cols(x, w_part, b, out, scr, h0, has_bias):
     """``out[:, h0:h0+Hp] = x @ w_part^T (+ b)`` through ``scr`` ``(M, Hp)``."""
-    np.dot(x, w_part.T, scr)
+    gemm(1.0, x, w_part.T, 0.0, scr)
     for m in range(out.shape[0]):
         for h in range(scr.shape[1]):
             out[m, h0 + h] = scr[m, h] + b[h0 + h] if has_bias else scr[m, h]
@@ -131,12 +132,12 @@ def _fc_dw_rows(og, x, dw_part, gscr, pscr, h0, add):
         for m in range(og.shape[0]):
             gscr[h, m] = og[m, h0 + h]
     if add:
-        np.dot(gscr, x, pscr)
+        gemm(1.0, gscr, x, 0.0, pscr)
         for i in range(dw_part.shape[0]):
             for j in range(dw_part.shape[1]):
                 dw_part[i, j] += pscr[i, j]
     else:
-        np.dot(gscr, x, dw_part)
+        gemm(1.0, gscr, x, 0.0, dw_part)
 
 
 #: Fewest multiply-adds of one product worth splitting over threads. A fork-join
@@ -172,9 +173,9 @@ def _dot_into(a, b, out, scratch, add, ta):
     """
     dst = scratch if add else out
     if ta:
-        np.dot(a.T, b, dst)
+        gemm(1.0, a.T, b, 0.0, dst)
     else:
-        np.dot(a, b, dst)
+        gemm(1.0, a, b, 0.0, dst)
     if add:
         for i in range(out.shape[0]):
             for j in range(out.shape[1]):
