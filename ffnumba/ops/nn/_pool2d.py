@@ -17,25 +17,28 @@ matters only for -0.0 vs 0.0), NaN never wins, and a window of only NaN or
 Used by :mod:`.pooling` for 2-D max pooling with kernel <= 3, stride <= 2 and
 pad <= 1 (any ``pooling_convention``); the forward only for outputs wider than
 8, or 5 to 8 wide with stride-1 rows (the offset-table kernel is faster below).
-``ENABLED = False`` turns all of this module's kernels off. The backward (:func:`max_bwd`, same windows)
-scans each output's window directly, as :func:`.pooling._max_bwd`, but whole 3x3
-windows as three independent row maxima (about 1.2x faster); a separable
-backward carrying each row maximum's index through a scratch plane measured
-2.5-3x slower.
+``ENABLED = False`` turns all of this module's kernels off. The backward
+(:func:`max_bwd`, same windows) scans each output's window directly, as
+:func:`.pooling._max_bwd`, but whole 3x3 windows as three independent row
+maxima (about 1.2x faster); a separable backward carrying each row maximum's
+index through a scratch plane measured 2.5-3x slower.
 
-Average and sum pooling with stride 1 whose output plane is the input plane
-(a ``(2p+1) x (2q+1)`` window padded by ``(p, q)``, as Inception's 3x3 pad-1
-branch pooling; ``pooling_convention='same'`` too) run :func:`avg_fwd` /
-:func:`avg_bwd`: window offset ``(kh, kw)`` reads the flat input shifted by
+Average, sum and max pooling with stride 1 whose output plane is the input
+plane (a ``(2p+1) x (2q+1)`` window padded by ``(p, q)``, as Inception's 3x3
+pad-1 branch pooling; ``pooling_convention='same'`` too) run flat shifted
+passes: window offset ``(kh, kw)`` reads the flat input shifted by
 ``(kh - p) * W + kw - q``, so each offset is one long vectorised pass over a
 block of whole planes, masked where the shifted element lies outside its
 plane (a select, never a multiply, so an inf or NaN next door does not
-leak). The general kernels' loop over output rows of ``OW`` elements cost
-about 9 short loops per row (10x MXNet's time at 4x4 planes). Results are
-the general kernels' bit for bit: the forward adds the window in the same
-row-major order in float64 and divides by the same size; the backward adds
-each ``dy / size`` into ``dx`` in the same order (outputs in row-major
-order, so offsets by descending ``kh``, then ascending ``kw``).
+leak). The general kernels loop over output rows of ``OW`` elements, about 9
+short loops per row (10x MXNet's time at 4x4 planes). Results are the
+general kernels' bit for bit: :func:`avg_fwd` adds the window in the same
+row-major order in float64 and divides by the same size; :func:`avg_bwd`
+adds each ``dy / size`` into ``dx`` in the same order (outputs in row-major
+order, so offsets by descending ``kh``, then ascending ``kw``). Max pooling
+takes them for planes of at most :data:`FLAT_MAX_PLANE` elements forward and
+for every plane backward (:func:`max_same_fwd`, :func:`max_same_bwd`: the
+first strict maximum per window, routed in output order, as above).
 """
 import numpy as np
 from numba import njit
@@ -46,12 +49,16 @@ from ._im2col import _valid, buffer
 
 #: Whether :mod:`.pooling` takes this path where it applies (tests switch it off).
 ENABLED = True
+#: Largest plane (H*W) whose same-plane stride-1 max pooling forward runs the flat
+#: kernel (1 thread, loaded, batch 32, 3x3 pad 1: 4x4 planes 0.21 vs 1.26 ms for the
+#: offset table, 16x16 0.41 vs 1.05 ms separable; 32x32 2.9 vs 2.5 ms).
+FLAT_MAX_PLANE = 256
 
 
 def applies(g, dims, mode, backward=False):
     """Whether this module's 2-D kernels handle geometry ``g`` (12 ints) on ``dims``."""
     KD, KH, KW, SD, SH, SW, PD, PH, PW = g[:9]
-    if mode in (1, 2):
+    if mode in (1, 2) or _flat_max(g, dims, mode, backward):
         return ENABLED and is_same_plane(g, dims)
     if backward:
         return (ENABLED and mode == 0 and dims[2] == 1 and KD == 1 and PD == 0
@@ -60,6 +67,13 @@ def applies(g, dims, mode, backward=False):
     # 32 x C planes, loaded): s1 4x4 1.23 vs 1.14 ms, 2x2 0.67 vs 0.59; s2 -> 8x8 even;
     # here s1 8x8 1.7 vs 2.2 ms and s2 32x32 -> 16x16 1.7 vs 2.5 ms
     return (applies(g, dims, mode, True) and (g[11] > 8 or (SH == 1 and g[11] > 4)))
+
+
+def _flat_max(g, dims, mode, backward):
+    """Whether max pooling takes the flat same-plane kernels (:func:`max_same_fwd`): always
+    backward, forward on planes of at most :data:`FLAT_MAX_PLANE` elements."""
+    return (mode == 0 and is_same_plane(g, dims)
+            and (backward or dims[3] * dims[4] <= FLAT_MAX_PLANE))
 
 
 @njit(inline='always', **JIT)   # no compile of its own (cold start)
@@ -223,6 +237,8 @@ def forward(xf, yf, dims, g, nt, state=None, mode=0, include_pad=True):
     planes split over ``nt`` threads; scratch from ``state``."""
     if mode:
         return avg_forward(xf, yf, dims, g, mode, include_pad, nt, state)
+    if _flat_max(g, dims, mode, False):
+        return max_same_forward(xf, yf, dims, g, nt, state)
     H, W = dims[3], dims[4]
     pin, pout, m = H * W, g[10] * g[11], H * g[11]
     # each thread's scratch starts 64 elements past a 64-element boundary after the previous
@@ -246,6 +262,8 @@ def backward(xf, dyf, dxf, dims, g, write, nt, mode=0, include_pad=True, state=N
     planes split over ``nt`` threads."""
     if mode:
         return avg_backward(dyf, dxf, dims, g, mode, include_pad, write, nt, state)
+    if _flat_max(g, dims, mode, True):
+        return max_same_backward(xf, dyf, dxf, dims, g, write, nt, state)
     if nt == 1:
         max_bwd(xf, dyf, dxf, dims, g, write)
         return
@@ -409,4 +427,100 @@ def avg_backward(dyf, dxf, dims, g, mode, include_pad, write, nt, state=None):
         avg_bwd(dyf[lo * pin:hi * pin], dxf[lo * pin:hi * pin], offs, g[2], bmask, size,
                 mode == 1,
                 write, gs[t * (block + 64):t * (block + 64) + block])
+    run_split(part, nt)
+
+
+@njit(**JIT)
+def max_same_fwd(xf, yf, offs, fmask, acc):
+    """Same-plane stride-1 max pooling of flat ``xf`` into flat ``yf`` (:func:`avg_plan`'s
+    arrays; ``acc``: scratch of a block in ``x``'s dtype): offset by offset in row-major
+    window order, the first strict maximum from ``-inf``, as the general kernels."""
+    n = xf.size
+    K = offs.size
+    B = fmask.shape[1]
+    lowest = acc.dtype.type(-np.inf)
+    for s in range(0, n, B):
+        L = min(B, n - s)
+        for i in range(L):
+            acc[i] = lowest
+        for k in range(K):
+            off = offs[k]
+            lo = max(0, -off)
+            hi = min(L, L - off)
+            m = fmask[k]
+            src = np.uint64(s + off + lo)
+            ulo = np.uint64(lo)
+            for t in range(np.uint64(max(hi - lo, 0))):
+                v = xf[src + t]
+                a = acc[ulo + t]
+                acc[ulo + t] = v if (m[ulo + t] and v > a) else a
+        us = np.uint64(s)
+        for i in range(np.uint64(L)):
+            yf[us + i] = acc[i]
+
+
+@njit(**JIT)
+def max_same_bwd(xf, dyf, dxf, offs, fmask, write, best, arg):
+    """Backward of :func:`max_same_fwd`: ``dx (+)= dy`` at each window's first maximum
+    (``write`` zeroes ``dx`` first), added in output order as :func:`max_bwd`; a window
+    of only NaN or ``-inf`` routes nothing. ``best`` / ``arg``: block scratch in ``x``'s
+    dtype / int32."""
+    n = xf.size
+    K = offs.size
+    B = fmask.shape[1]
+    if write:
+        dxf[:] = 0
+    lowest = best.dtype.type(-np.inf)
+    for s in range(0, n, B):
+        L = min(B, n - s)
+        for i in range(L):
+            best[i] = lowest
+            arg[i] = -1
+        for k in range(K):
+            off = offs[k]
+            lo = max(0, -off)
+            hi = min(L, L - off)
+            m = fmask[k]
+            src = np.uint64(s + off + lo)
+            ulo = np.uint64(lo)
+            kk = np.int32(k)
+            for t in range(np.uint64(max(hi - lo, 0))):
+                v = xf[src + t]
+                a = best[ulo + t]
+                take = m[ulo + t] and v > a
+                best[ulo + t] = v if take else a
+                arg[ulo + t] = kk if take else arg[ulo + t]
+        for i in range(L):
+            k = arg[i]
+            if k >= 0:
+                dxf[np.uint64(s + i + offs[k])] += dyf[np.uint64(s + i)]
+
+
+def max_same_forward(xf, yf, dims, g, nt, state=None):
+    """:func:`max_same_fwd` with the N*C planes split over ``nt`` threads."""
+    offs, fmask, _, _, block = avg_plan(g, dims, True, state)
+    pin = dims[3] * dims[4]
+    acc = buffer(state, 'max_same', nt * (block + 64), xf.dtype)
+    parts = _parts(tuple(dims), nt)
+
+    def part(t):
+        lo, hi, _ = parts[t]
+        max_same_fwd(xf[lo * pin:hi * pin], yf[lo * pin:hi * pin], offs, fmask,
+                     acc[t * (block + 64):t * (block + 64) + block])
+    run_split(part, nt)
+
+
+def max_same_backward(xf, dyf, dxf, dims, g, write, nt, state=None):
+    """:func:`max_same_bwd` with the N*C planes split over ``nt`` threads."""
+    offs, fmask, _, _, block = avg_plan(g, dims, True, state)
+    pin = dims[3] * dims[4]
+    best = buffer(state, 'max_same', nt * (block + 64), xf.dtype)
+    arg = buffer(state, 'max_same_arg', nt * (block + 64), np.int32)
+    parts = _parts(tuple(dims), nt)
+
+    def part(t):
+        lo, hi, _ = parts[t]
+        sl = slice(t * (block + 64), t * (block + 64) + block)
+        max_same_bwd(xf[lo * pin:hi * pin], dyf[lo * pin:hi * pin], dxf[lo * pin:hi * pin],
+                     offs, fmask, write, best[sl], arg[sl])
     run_split(part, nt)

@@ -25,7 +25,8 @@ class TestMaxPooling(OpCase):
     op = 'Pooling'
     params = [dict(kernel=(2, 2), stride=(2, 2)),
               dict(kernel=(3, 2), stride=(2, 1), pad=(1, 1), pooling_convention='full'),
-              dict(kernel=(2, 2), global_pool=True)]
+              dict(kernel=(2, 2), global_pool=True),
+              dict(kernel=(3, 3), pad=(1, 1))]       # _pool2d.max_same_fwd / _bwd
     shapes = [dict(data=(2, 2, 5, 6))]
 
     def reference(self, p, data):
@@ -475,7 +476,7 @@ def test_separable_max_path_through_the_op(p, dtype, monkeypatch):
     x[0, 0, 0, :3] = np.nan
     head = rng.uniform(-1, 1, (2, 3) + _run(p, x)[0].shape[2:]).astype(dtype)
     calls = []
-    for name in ('max_fwd', 'max_bwd'):
+    for name in ('max_fwd', 'max_bwd', 'max_same_bwd'):     # p0: same-plane backward
         real = getattr(_pool2d, name)
         monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
     y, dx = _run(p, x, head, 'add', np.ones_like(x))
@@ -558,3 +559,62 @@ def test_same_plane_avg_path_through_the_op(p, dtype, monkeypatch):
     tol = 2e-3 if dtype == 'float16' else 1e-5
     np.testing.assert_allclose(y, ry, rtol=tol, atol=tol)
     np.testing.assert_allclose(dx, rdx + 1, rtol=tol, atol=tol)
+
+
+@given(h=st.integers(1, 9), w=st.integers(1, 9), kh=st.sampled_from([1, 3, 5]),
+       kw=st.sampled_from([1, 3, 5]), same=st.booleans(), n=st.integers(1, 40),
+       seed=st.integers(0, 2 ** 16))
+@settings(max_examples=25, deadline=None)
+def test_same_plane_max_matches_general_kernels(h, w, kh, kw, same, n, seed):
+    """Stride-1 same-plane max pooling through the flat kernels of ``_pool2d`` (serial and
+    split over 2 threads, grad_req write and add) equals the general kernels bit for bit:
+    ties, -0.0 vs 0.0 (the first in window order wins), NaN (never wins), -inf-only
+    windows (route nothing) and windows reaching into the padding on every border."""
+    from ffnumba.ops.nn import _pool2d, pooling as pl
+    p = dict(kernel=(kh, kw), stride=(1, 1))
+    p.update(pooling_convention='same') if same else p.update(pad=(kh // 2, kw // 2))
+    params = get_op('Pooling').parse_params(p)
+    data = (n, 2, h, w)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [], [None])
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    assert _pool2d._flat_max(g, dims, 0, False) and _pool2d.applies(g, dims, 0, True)
+    rng = np.random.default_rng(seed)
+    x = rng.choice([-0.0, 0.0, 1.0, -1.0, np.nan, -np.inf, 1.0], size=data).astype(np.float32)
+    want = np.empty(outs[0], np.float32)
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    dy = (rng.integers(1, 9, outs[0]) * 2.0 ** -rng.integers(0, 30, outs[0])).astype(np.float32)
+    init = rng.uniform(-1, 1, data).astype(np.float32)
+    for nt in (1, 2):
+        got = np.full(outs[0], 7.0, np.float32)
+        _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {})
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        for write in (True, False):      # grad_req write / add
+            dx_want, dx_got = init.copy(), init.copy()
+            pl._max_bwd(x.reshape(-1), dy.reshape(-1), dx_want.reshape(-1), dims, g, write)
+            _pool2d.backward(x.reshape(-1), dy.reshape(-1), dx_got.reshape(-1), dims, g, write,
+                             nt, 0, True, {})
+            np.testing.assert_array_equal(dx_got, dx_want)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+def test_same_plane_max_path_through_the_op(dtype, monkeypatch):
+    """GoogLeNet's 3x3 pad-1 branch max pooling through the operator takes the flat
+    kernels and gives the general kernels' results (grad_req='add')."""
+    from ffnumba.ops.nn import _pool2d
+    p = dict(kernel=(3, 3), pad=(1, 1))
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 4, (3, 5, 4, 4)).astype(dtype)      # ties everywhere
+    x[0, 0, 0, :3] = np.nan
+    head = rng.uniform(-1, 1, x.shape).astype(dtype)
+    calls = []
+    for name in ('max_same_fwd', 'max_same_bwd'):
+        real = getattr(_pool2d, name)
+        monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
+    y, dx = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    monkeypatch.setattr(_pool2d, 'ENABLED', False)
+    want, dx_want = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(dx, dx_want)
