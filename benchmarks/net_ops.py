@@ -16,7 +16,7 @@ training forward and backward. Compare two checkouts by running this script with
 
 ``--mxnet PYTHON`` also times every distinct layer as a single-operator MXNet 1.9.1
 symbol in that interpreter (``_mx_layers.py``; MKL-DNN as installed, the thread
-variables of this process passed on) and prints the layers sorted by
+variables of this process passed on), each right after ffnumba's, and prints the layers sorted by
 ``count * (ours - MXNet)`` ms, the largest gap first. ``--ops Convolution,Pooling``
 restricts the layers timed; ``--best`` reports the fastest repeat instead of the median.
 """
@@ -115,13 +115,28 @@ def _short(params):
                                  'act_type', 'pool_type'))
 
 
-def mxnet_times(python, todo, infer, repeat):
-    """``[(fwd ms, bwd ms)]`` of the layers ``todo`` timed by MXNet in ``python``."""
-    job = {'layers': [[op, params, list(shape)] for _, op, params, shape, _ in todo],
-           'infer': infer, 'repeat': repeat, 'best': STAT is np.min}
-    out = subprocess.run([python, os.path.join(HERE, '_mx_layers.py')], input=json.dumps(job),
-                         capture_output=True, text=True, check=True, env=dict(os.environ))
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class MXNet:
+    """A child process of ``python`` timing MXNet layers one at a time (``_mx_layers.py``)."""
+
+    def __init__(self, python):
+        self.proc = subprocess.Popen([python, os.path.join(HERE, '_mx_layers.py')],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=dict(os.environ))
+
+    def time(self, op, params, shape, infer, repeat):
+        """``(fwd ms, bwd ms)`` of one layer, summarised as ours (``STAT``, ``CLOCK``)."""
+        job = {'op': op, 'params': params, 'shape': list(shape), 'infer': infer,
+               'repeat': repeat, 'best': STAT is np.min, 'cpu_time': CLOCK is time.thread_time}
+        self.proc.stdin.write(json.dumps(job) + '\n')
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError('the MXNet timing process ended (see its error output)')
+        return json.loads(line)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def main():
@@ -146,10 +161,13 @@ def main():
         STAT = np.min
     todo = layers(args.net, args.batch, tuple(args.ops.split(',')))
     totals = collections.OrderedDict()
-    ours = []
+    ours, theirs = [], []
+    mxnet = MXNet(args.mxnet) if args.mxnet else None
     for kind, op_name, params, dshape, count in todo:
         f, b = bench(op_name, params, dshape, args.infer, args.repeat)
         ours.append((f, b))
+        if mxnet:       # interleaved: a slow phase of a busy machine hits both
+            theirs.append(mxnet.time(op_name, params, dshape, args.infer, args.repeat))
         tf, tb = totals.get(kind, (0.0, 0.0))
         totals[kind] = (tf + count * f, tb + count * b)
         if args.layers and not args.mxnet:
@@ -164,7 +182,7 @@ def main():
     print('  %-15s %8.2f' % ('total', sum(f + b for f, b in totals.values())))
     if not args.mxnet:
         return
-    theirs = mxnet_times(args.mxnet, todo, args.infer, args.repeat)
+    mxnet.close()
     rows = sorted(zip(todo, ours, theirs),
                   key=lambda r: -r[0][4] * (sum(r[1]) - sum(r[2])))
     print('per layer, ours vs MXNet (ms per occurrence; gap = count * (ours - MXNet)):')
