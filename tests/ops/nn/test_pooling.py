@@ -618,3 +618,30 @@ def test_same_plane_max_path_through_the_op(dtype, monkeypatch):
     assert len(calls) == 2
     np.testing.assert_array_equal(y, want)
     np.testing.assert_array_equal(dx, dx_want)
+
+
+@pytest.mark.parametrize('h, w, s, q, conv', [(33, 20, 1, 1, 'valid'), (32, 32, 2, 1, 'valid'),
+                                              (17, 31, 2, 1, 'full'), (16, 9, 2, 0, 'full'),
+                                              (12, 11, 1, 0, 'valid'), (3, 25, 2, 1, 'valid'),
+                                              (2, 2, 2, 1, 'full')])
+def test_max_3x3_fused_forward_matches_general_kernel(h, w, s, q, conv):
+    """3x3 max windows (the separable kernel's fused ``_max_fwd3``: whole windows in
+    registers, clipped ones scanned) equal the general kernel bit for bit on wide planes,
+    with ties, -0.0 vs 0.0, NaN and -inf; serial and split over 2 threads."""
+    from ffnumba.ops.nn import _pool2d, pooling as pl
+    p = dict(kernel=(3, 3), stride=(s, s), pad=(q, q), pooling_convention=conv)
+    params = get_op('Pooling').parse_params(p)
+    data = (2, 3, h, w)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [], [None])
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    rng = np.random.default_rng(h * w)
+    x = rng.choice([-0.0, 0.0, 1.0, -1.0, np.nan, -np.inf, 1.0], size=data).astype(np.float32)
+    want = np.empty(outs[0], np.float32)
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    for nt in (1, 2):
+        got = np.full(outs[0], 7.0, np.float32)
+        _pool2d.max_fwd(x.reshape(-1), got.reshape(-1), dims, g, np.empty(h * g[11], np.float32))
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+        got[...] = 7.0
+        _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {})
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
