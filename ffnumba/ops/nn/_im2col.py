@@ -39,6 +39,7 @@ from numba import njit
 
 from ..templates import JIT
 from .._gemm import gemm
+from ._im2col_flat import _col2im_flat, _flat_shift, _im2col_flat
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
@@ -228,8 +229,9 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
 
     ``colf`` is the flat ``(cg*K, nb*P)`` column matrix; ``dims`` the 5-D
     shape of ``xf``; ``g`` the :func:`geometry` tuple. Pointwise kernels copy
-    whole planes; outputs narrower than :data:`TABLE_MAX_OW` gather through
-    a :func:`_table`; wider ones copy row runs.
+    whole planes; stride-1 kernels whose output plane is the input plane copy
+    shifted planes (:func:`_flat_shift`); other outputs narrower than
+    :data:`TABLE_MAX_OW` gather through a :func:`_table`; wider ones copy row runs.
     """
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     K = g[0] * g[1] * g[2]
@@ -247,6 +249,9 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
         return
     if g[14] >= TABLE_MAX_OW:
         _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf)
+        return
+    if _flat_shift(dims, g):
+        _im2col_flat(xf, dims, n0, nb, c0, cg, g, colf)
         return
     tab = _table(dims, g)
     z = colf.dtype.type(0)
@@ -296,7 +301,7 @@ def _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf):
 def col2im(colf, dims, n0, nb, c0, cg, g, xf):
     """Scatter-add the flat column matrix ``colf`` back into flat image ``xf``.
 
-    Same three paths as :func:`im2col`.
+    Same four paths as :func:`im2col`.
     """
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     K = g[0] * g[1] * g[2]
@@ -314,6 +319,9 @@ def col2im(colf, dims, n0, nb, c0, cg, g, xf):
         return
     if g[14] >= TABLE_MAX_OW:
         _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf)
+        return
+    if _flat_shift(dims, g):
+        _col2im_flat(colf, dims, n0, nb, c0, cg, g, xf)
         return
     tab = _table(dims, g)
     for b in range(nb):

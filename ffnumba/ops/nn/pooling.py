@@ -502,8 +502,8 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     table = mode == 0 and g[11] < TABLE_MAX_OW
     if is_whole_plane(g, dims, mode):     # global pooling: one flat loop per plane
         global_forward(xf, yf, dims, mode, lowest, nt)
-    elif _pool2d.applies(g, dims, mode):  # 2-D max, small windows: separable row/column passes
-        _pool2d.forward(xf, yf, dims, g, nt, ctx.state)
+    elif _pool2d.applies(g, dims, mode):  # 2-D max (separable), stride-1 same-plane avg/sum
+        _pool2d.forward(xf, yf, dims, g, nt, ctx.state, mode, include)
     elif table and nt > 1:
         _max_fwd_table_par(xf, yf, dims, _table_geom(g), lowest, nt)
     elif table:
@@ -535,7 +535,8 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     if is_whole_plane(g, dims, mode):
         global_backward(xf, dyf, dxf, dims, mode, write, nt)
     elif _pool2d.applies(g, dims, mode, backward=True):
-        _pool2d.backward(xf, dyf, dxf, dims, g, write, nt)
+        _pool2d.backward(xf, dyf, dxf, dims, g, write, nt, mode, include,
+                         getattr(ctx, 'state', None))
     elif mode == 0 and nt > 1:    # (a table version, as the forward's, measured 1.5-2x slower)
         _max_bwd_par(xf, dyf, dxf, dims, g, write, nt)
     elif mode == 0:

@@ -347,6 +347,36 @@ def test_im2col_table_path_matches_row_path(case):
     np.testing.assert_allclose(dx_got, dx_want, rtol=1e-13, atol=1e-13)
 
 
+@given(h=st.integers(1, 9), w=st.integers(1, 9), kh=st.sampled_from([1, 3, 5]),
+       kw=st.sampled_from([1, 3, 5]), dh=st.integers(1, 2), dw=st.integers(1, 2),
+       nb=st.integers(1, 3))
+def test_im2col_flat_shift_matches_row_path(h, w, kh, kw, dh, dw, nb):
+    """Stride-1 kernels whose output plane is the input plane (of at least FLAT_MIN_COLS
+    positions, narrower than TABLE_MAX_OW) unroll by flat shifted copies: im2col equals
+    the per-row-run kernel exactly (inf and NaN copied where they are, zeros in the
+    padding) and col2im adds the same values in the same order."""
+    from ffnumba.ops.nn import _im2col as ic, _im2col_flat as flat
+    if h * w < flat.FLAT_MIN_COLS:
+        h, w = 4, max(w, 4)
+    k, p, d = (kh, kw), (dh * (kh // 2), dw * (kw // 2)), (dh, dw)
+    g = ic.geometry(k, (1, 1), p, d, (h, w))
+    rng = np.random.default_rng(h * 100 + w)
+    x = rng.uniform(-1, 1, (nb + 1, 3, h, w))
+    x[1, 1, 0, 0], x[-1, -1, -1, -1] = np.inf, np.nan
+    dims = ic.as5d(x.shape)
+    assert flat._flat_shift(dims, g)
+    rows = 2 * kh * kw * nb * h * w
+    got, want = np.full(rows, 7.0), np.full(rows, 9.0)
+    ic.im2col(x.reshape(-1), dims, 1, nb, 1, 2, g, got)
+    ic._im2col_rows(x.reshape(-1), dims, 1, nb, 1, 2, g, want)
+    np.testing.assert_array_equal(got, want)
+    col = rng.uniform(-1, 1, rows)
+    dx_got, dx_want = x.reshape(-1).copy(), x.reshape(-1).copy()
+    ic.col2im(col, dims, 1, nb, 1, 2, g, dx_got)
+    ic._col2im_rows(col, dims, 1, nb, 1, 2, g, dx_want)
+    np.testing.assert_array_equal(dx_got, dx_want)
+
+
 @pytest.mark.parametrize('p, data', [
     (dict(kernel=(3, 3), num_filter=3, pad=(1, 1), stride=(1, 2)), (3, 2, 5, 37)),  # row runs
     (dict(kernel=(1, 1), num_filter=3), (3, 4, 16, 17)),          # pointwise, one GEMM a sample
@@ -354,10 +384,13 @@ def test_im2col_table_path_matches_row_path(case):
     (dict(kernel=(1, 1), num_filter=3), (5, 4, 3, 3)),            # pointwise, gathered chunk
     (dict(kernel=(1,), num_filter=2, stride=(2,)), (2, 3, 9)),    # strided 1x1: table
     (dict(kernel=(3, 3), num_filter=64, pad=(1, 1)), (3, 128, 4, 4)),   # dw > SMALL_DW
+    (dict(kernel=(5, 5), num_filter=4, pad=(2, 2)), (3, 3, 8, 8)),      # flat shifted copies
+    (dict(kernel=(3, 5), num_filter=2, pad=(1, 2), num_group=2), (2, 4, 4, 6)),
 ])
 @pytest.mark.parametrize('req', ['write', 'add'])
 def test_wide_and_pointwise_paths_match_reference(p, data, req):
-    """Wide planes (row runs) and 1x1 kernels (no im2col) against the numpy reference."""
+    """Wide planes (row runs), 1x1 kernels (no im2col) and same-plane stride-1 kernels
+    (flat shifted copies) against the numpy reference."""
     rng = np.random.default_rng(4)
     op = get_op('Convolution')
     params = op.parse_params(p)

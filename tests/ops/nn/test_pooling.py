@@ -25,7 +25,8 @@ class TestMaxPooling(OpCase):
     op = 'Pooling'
     params = [dict(kernel=(2, 2), stride=(2, 2)),
               dict(kernel=(3, 2), stride=(2, 1), pad=(1, 1), pooling_convention='full'),
-              dict(kernel=(2, 2), global_pool=True)]
+              dict(kernel=(2, 2), global_pool=True),
+              dict(kernel=(3, 3), pad=(1, 1))]       # _pool2d.max_same_fwd / _bwd
     shapes = [dict(data=(2, 2, 5, 6))]
 
     def reference(self, p, data):
@@ -40,7 +41,9 @@ class TestAvgSumPooling(OpCase):
               dict(kernel=(3, 3), stride=(2, 1), pad=(1, 1), pool_type='avg',
                    count_include_pad=False, pooling_convention='full'),
               dict(kernel=(2, 3), stride=(1, 2), pool_type='sum', pooling_convention='full'),
-              dict(pool_type='avg', global_pool=True)]
+              dict(pool_type='avg', global_pool=True),
+              dict(kernel=(3, 3), pad=(1, 1), pool_type='avg'),           # _pool2d.avg_fwd
+              dict(kernel=(3, 1), pad=(1, 0), pool_type='sum', count_include_pad=False)]
     shapes = [dict(data=(2, 2, 5, 6))]
 
     def reference(self, p, data):
@@ -473,7 +476,7 @@ def test_separable_max_path_through_the_op(p, dtype, monkeypatch):
     x[0, 0, 0, :3] = np.nan
     head = rng.uniform(-1, 1, (2, 3) + _run(p, x)[0].shape[2:]).astype(dtype)
     calls = []
-    for name in ('max_fwd', 'max_bwd'):
+    for name in ('max_fwd', 'max_bwd', 'max_same_bwd'):     # p0: same-plane backward
         real = getattr(_pool2d, name)
         monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
     y, dx = _run(p, x, head, 'add', np.ones_like(x))
@@ -485,3 +488,160 @@ def test_separable_max_path_through_the_op(p, dtype, monkeypatch):
     np.testing.assert_array_equal(dx, dx_want)
     ry = _ref(p, np.nan_to_num(x.astype(np.float64), nan=-np.inf))[0]
     np.testing.assert_array_equal(y, ry.astype(dtype))
+
+
+@given(h=st.integers(1, 9), w=st.integers(1, 9), kh=st.sampled_from([1, 3, 5]),
+       kw=st.sampled_from([1, 3, 5]), mode=st.sampled_from([1, 2]), include=st.booleans(),
+       same=st.booleans(), n=st.integers(1, 40), seed=st.integers(0, 2 ** 16))
+@settings(max_examples=25, deadline=None)
+def test_same_plane_avg_matches_row_sweeps(h, w, kh, kw, mode, include, same, n, seed):
+    """Stride-1 avg/sum pooling that keeps the plane (``(2p+1)``-wide windows padded by
+    ``p``, or pooling_convention='same'): the flat shifted-pass kernels of ``_pool2d``
+    (serial and split over 2 threads, grad_req write and add, blocks of many planes)
+    equal the general kernels bit for bit, with inf, NaN and -0.0 in the data."""
+    from ffnumba.ops.nn import _pool2d, pooling as pl
+    p = dict(kernel=(kh, kw), stride=(1, 1), pool_type=['avg', 'sum'][mode - 1],
+             count_include_pad=include)
+    p.update(pooling_convention='same') if same else p.update(pad=(kh // 2, kw // 2))
+    params = get_op('Pooling').parse_params(p)
+    data = (n, 2, h, w)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [], [None])
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    assert _pool2d.applies(g, dims, mode) and _pool2d.applies(g, dims, mode, True)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-4, 4, data).astype(np.float32)
+    x.reshape(-1)[rng.integers(0, x.size, 3)] = [np.inf, np.nan, -0.0]
+    want = np.empty(outs[0], np.float32)
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, mode, include, 1, -np.inf)
+    dy = rng.uniform(-1, 1, outs[0]).astype(np.float32)
+    dy.reshape(-1)[0] = -0.0
+    init = rng.uniform(-1, 1, data).astype(np.float32)
+    init.reshape(-1)[-1] = -0.0
+    for nt in (1, 2):
+        got = np.full(outs[0], 7.0, np.float32)
+        _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {}, mode, include)
+        np.testing.assert_array_equal(got, want)
+        for write in (True, False):      # grad_req write / add
+            dx_want, dx_got = init.copy(), init.copy()
+            pl._pool_bwd(x.reshape(-1), want.reshape(-1), dy.reshape(-1), dx_want.reshape(-1),
+                         dims, g, mode, include, 1, write)
+            _pool2d.backward(x.reshape(-1), dy.reshape(-1), dx_got.reshape(-1), dims, g, write,
+                             nt, mode, include, {})
+            np.testing.assert_array_equal(dx_got, dx_want)
+            np.testing.assert_array_equal(np.signbit(dx_got), np.signbit(dx_want))
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+@pytest.mark.parametrize('p', [dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type='avg'),
+                               dict(kernel=(3, 5), pad=(1, 2), pool_type='avg',
+                                    count_include_pad=False),
+                               dict(kernel=(3, 3), pad=(1, 1), pool_type='sum')])
+def test_same_plane_avg_path_through_the_op(p, dtype, monkeypatch):
+    """Through the operator (Inception's 3x3 pad-1 branch pooling among them): the
+    ``_pool2d`` avg kernels are taken and give the general kernels' results (forward,
+    backward with grad_req='add') and the numpy reference's, for every float dtype."""
+    from ffnumba.ops.nn import _pool2d
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-2, 2, (3, 5, 4, 7)).astype(dtype)
+    head = rng.uniform(-1, 1, x.shape).astype(dtype)
+    calls = []
+    for name in ('avg_fwd', 'avg_bwd'):
+        real = getattr(_pool2d, name)
+        monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
+    y, dx = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    monkeypatch.setattr(_pool2d, 'ENABLED', False)
+    want, dx_want = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(dx, dx_want)
+    ry, rdx = _ref(p, x.astype(np.float64), head.astype(np.float64))
+    tol = 2e-3 if dtype == 'float16' else 1e-5
+    np.testing.assert_allclose(y, ry, rtol=tol, atol=tol)
+    np.testing.assert_allclose(dx, rdx + 1, rtol=tol, atol=tol)
+
+
+@given(h=st.integers(1, 9), w=st.integers(1, 9), kh=st.sampled_from([1, 3, 5]),
+       kw=st.sampled_from([1, 3, 5]), same=st.booleans(), n=st.integers(1, 40),
+       seed=st.integers(0, 2 ** 16))
+@settings(max_examples=25, deadline=None)
+def test_same_plane_max_matches_general_kernels(h, w, kh, kw, same, n, seed):
+    """Stride-1 same-plane max pooling through the flat kernels of ``_pool2d`` (serial and
+    split over 2 threads, grad_req write and add) equals the general kernels bit for bit:
+    ties, -0.0 vs 0.0 (the first in window order wins), NaN (never wins), -inf-only
+    windows (route nothing) and windows reaching into the padding on every border."""
+    from ffnumba.ops.nn import _pool2d, pooling as pl
+    p = dict(kernel=(kh, kw), stride=(1, 1))
+    p.update(pooling_convention='same') if same else p.update(pad=(kh // 2, kw // 2))
+    params = get_op('Pooling').parse_params(p)
+    data = (n, 2, h, w)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [], [None])
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    assert _pool2d._flat_max(g, dims, 0, False) and _pool2d.applies(g, dims, 0, True)
+    rng = np.random.default_rng(seed)
+    x = rng.choice([-0.0, 0.0, 1.0, -1.0, np.nan, -np.inf, 1.0], size=data).astype(np.float32)
+    want = np.empty(outs[0], np.float32)
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    dy = (rng.integers(1, 9, outs[0]) * 2.0 ** -rng.integers(0, 30, outs[0])).astype(np.float32)
+    init = rng.uniform(-1, 1, data).astype(np.float32)
+    for nt in (1, 2):
+        got = np.full(outs[0], 7.0, np.float32)
+        _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {})
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        for write in (True, False):      # grad_req write / add
+            dx_want, dx_got = init.copy(), init.copy()
+            pl._max_bwd(x.reshape(-1), dy.reshape(-1), dx_want.reshape(-1), dims, g, write)
+            _pool2d.backward(x.reshape(-1), dy.reshape(-1), dx_got.reshape(-1), dims, g, write,
+                             nt, 0, True, {})
+            np.testing.assert_array_equal(dx_got, dx_want)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'float32', 'float64'])
+def test_same_plane_max_path_through_the_op(dtype, monkeypatch):
+    """GoogLeNet's 3x3 pad-1 branch max pooling through the operator takes the flat
+    kernels and gives the general kernels' results (grad_req='add')."""
+    from ffnumba.ops.nn import _pool2d
+    p = dict(kernel=(3, 3), pad=(1, 1))
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 4, (3, 5, 4, 4)).astype(dtype)      # ties everywhere
+    x[0, 0, 0, :3] = np.nan
+    head = rng.uniform(-1, 1, x.shape).astype(dtype)
+    calls = []
+    for name in ('max_same_fwd', 'max_same_bwd'):
+        real = getattr(_pool2d, name)
+        monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
+    y, dx = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    monkeypatch.setattr(_pool2d, 'ENABLED', False)
+    want, dx_want = _run(p, x, head, 'add', np.ones_like(x))
+    assert len(calls) == 2
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(dx, dx_want)
+
+
+@pytest.mark.parametrize('h, w, s, q, conv', [(33, 20, 1, 1, 'valid'), (32, 32, 2, 1, 'valid'),
+                                              (17, 31, 2, 1, 'full'), (16, 9, 2, 0, 'full'),
+                                              (12, 11, 1, 0, 'valid'), (3, 25, 2, 1, 'valid'),
+                                              (2, 2, 2, 1, 'full')])
+def test_max_3x3_fused_forward_matches_general_kernel(h, w, s, q, conv):
+    """3x3 max windows (the separable kernel's fused ``_max_fwd3``: whole windows in
+    registers, clipped ones scanned) equal the general kernel bit for bit on wide planes,
+    with ties, -0.0 vs 0.0, NaN and -inf; serial and split over 2 threads."""
+    from ffnumba.ops.nn import _pool2d, pooling as pl
+    p = dict(kernel=(3, 3), stride=(s, s), pad=(q, q), pooling_convention=conv)
+    params = get_op('Pooling').parse_params(p)
+    data = (2, 3, h, w)
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [], [None])
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    rng = np.random.default_rng(h * w)
+    x = rng.choice([-0.0, 0.0, 1.0, -1.0, np.nan, -np.inf, 1.0], size=data).astype(np.float32)
+    want = np.empty(outs[0], np.float32)
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, 0, True, 1, -np.inf)
+    for nt in (1, 2):
+        got = np.full(outs[0], 7.0, np.float32)
+        _pool2d.max_fwd(x.reshape(-1), got.reshape(-1), dims, g, np.empty(h * g[11], np.float32))
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+        got[...] = 7.0
+        _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {})
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
