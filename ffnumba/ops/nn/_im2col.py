@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit
 
 from ..templates import JIT
+from ._conv_epilogue import apply_row
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
@@ -341,8 +342,9 @@ def _gather(y, n0, nb, f0, fg, tmp):
 
 
 @njit(**JIT)
-def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias):
-    """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``."""
+def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode):
+    """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``, then the epilogue
+    ``ep_mode`` of :mod:`._conv_epilogue` on each written row (mode 0: none)."""
     P = y.shape[2]
     up = np.uint64(P)
     for b in range(nb):
@@ -357,6 +359,8 @@ def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias):
             else:
                 for i in range(up):
                     dst[i] = src[off + i] + v
+            if ep_mode != 0:
+                apply_row(dst, ep, f0 + f, ep_mode)
 
 
 # ---------------------------------------------------------------- drivers
@@ -370,12 +374,15 @@ def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g)
     only when ``has_bias``); ``colbuf`` / ``tmpbuf``: flat scratch of at
     least ``Cg*K*nbmax*P`` / ``Fg*nbmax*P`` elements.
     """
-    forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0])
+    forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0],
+                  np.zeros((2, 1)), 0)
 
 
 @njit(**JIT)
-def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nlo, nhi):
-    """:func:`conv_forward` on samples ``nlo..nhi`` only."""
+def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nlo, nhi,
+                  ep, ep_mode):
+    """:func:`conv_forward` on samples ``nlo..nhi`` only, each output row followed by the
+    epilogue ``ep_mode`` (``ep``: :mod:`._conv_epilogue`; 0 none) while it is in cache."""
     C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
@@ -399,10 +406,13 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                         row = yj[f]
                         for i in range(np.uint64(P)):
                             row[i] += v
+                if ep_mode != 0:
+                    for f in range(Fg):
+                        apply_row(yj[f], ep, j * Fg + f, ep_mode)
             else:
                 tmp = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
                 np.dot(w3[j], col, tmp)
-                _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias)
+                _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias, ep, ep_mode)
 
 
 @njit(**JIT)
