@@ -37,7 +37,9 @@ F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016) unless an input holds an
 inf or NaN (those run im2col); the environment variable
 ``FFNUMBA_CONV_WINOGRAD=0`` turns it off. With more than one numba thread the batch is split over
 threads, each on one BLAS thread (``_conv_par``). float16 is computed in
-float32 and cast at the edges. GPU: im2col + the tiled shared-memory GEMM
+float32 and cast at the edges. An inference executor may run a
+Convolution with the BatchNorm and relu after it as one call
+(:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled shared-memory GEMM
 (``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use direct
 one-thread-per-element kernels (``_conv_cuda``).
 
