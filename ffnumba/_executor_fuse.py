@@ -5,14 +5,15 @@ An executor that computes no gradient (every ``grad_req`` ``'null'``:
 ``FeedForward.predict``, ``simple_bind(..., grad_req='null')``) on the CPU
 finds, at bind, every chain
 
-    Convolution [-> BatchNorm] [-> Activation(act_type='relu')]
+    Convolution [-> BatchNorm] [-> Activation(act_type='relu') | relu | clip]
 
 of at least two nodes (so also ``Convolution -> relu`` without BatchNorm, as in
-GoogLeNet, VGG and AlexNet, and the depthwise convolutions of MobileNet). A
+GoogLeNet, VGG and AlexNet, the depthwise convolutions of MobileNet, and
+MobileNet v2's ``clip(0, 6)``). A
 ``forward(is_train=False)`` without a monitor then runs each chain as one call
 of :func:`ffnumba.ops.nn.convolution.fused_forward_cpu`: the BatchNorm's
 evaluation map (moving mean and variance, :func:`ffnumba.ops.nn.batch_norm.inference_affine`)
-and the relu are applied to each output row of the convolution while it is
+and the relu (or clip) are applied to each output row of the convolution while it is
 in cache, and the result goes straight into the last node's output buffer;
 the intermediate outputs are not written. The arithmetic is the unfused
 operators', so the outputs are bit-identical.
@@ -40,7 +41,7 @@ import numpy as np
 from .ndarray._device import host_compute
 from .ops.nn import batch_norm as _bn
 from .ops.nn import convolution as _conv
-from .ops.nn._conv_epilogue import AFFINE, RELU
+from .ops.nn._conv_epilogue import AFFINE, CLIP, RELU, make
 
 __all__ = ['FUSE_ENV', 'fusion_enabled', 'find_chains', 'lives_until', 'fused_plan']
 
@@ -60,8 +61,14 @@ def _bn_fusable(node, ndim):
             and (p.axis == 1 or p.axis + ndim == 1))
 
 
-def _relu(node):
-    return node.op.name == 'Activation' and node.params.act_type == 'relu'
+def _activation(node):
+    """``(mode bit, a_min, a_max)`` of an activation that fuses, else None."""
+    name = node.op.name
+    if (name == 'Activation' and node.params.act_type == 'relu') or name == 'relu':
+        return RELU, 0.0, 0.0
+    if name == 'clip':
+        return CLIP, node.params.a_min, node.params.a_max
+    return None
 
 
 def find_chains(view, shapes, types, ctx):
@@ -106,7 +113,7 @@ def find_chains(view, shapes, types, ctx):
         nxt = sole_consumer(nid)
         if nxt is not None and _bn_fusable(view.nodes[nxt], len(shapes[e])):
             bn, nxt = nxt, sole_consumer(nxt)
-        if nxt is not None and _relu(view.nodes[nxt]):
+        if nxt is not None and _activation(view.nodes[nxt]) is not None:
             act = nxt
         if bn is not None or act is not None:
             chains.append((nid, bn, act))
@@ -124,22 +131,26 @@ def lives_until(view, chains):
     return out
 
 
-def _fused_call(bn, mode):
-    """``fwd(ctx, p, ins, outs, aux)`` of one chain: the convolution with its epilogue."""
+def _fused_call(conv, bn, act):
+    """``fwd(ctx, p, ins, outs, aux)`` of one chain: the convolution with its epilogue
+    (records of the chain's nodes; ``bn``, ``act`` may be None)."""
     fused = _conv.fused_forward_cpu
+    mode, lo, hi = (0, 0.0, 0.0) if act is None else _activation(act)
+    ep = make(conv.p.num_filter, lo, hi)     # this executor's own, refilled per call
     if bn is None:
         def fwd(ctx, p, ins, outs, aux):
-            fused(ctx, p, ins, outs[0], None, mode)
+            fused(ctx, p, ins, outs[0], ep, mode)
         return fwd
+    mode |= AFFINE
     affine, bp = _bn.inference_affine, bn.p
     gamma, beta, (mean, var) = bn.ins[1], bn.ins[2], bn.aux
 
     def fwd(ctx, p, ins, outs, aux):
-        fused(ctx, p, ins, outs[0], affine(bp, gamma, beta, mean, var), mode)
+        fused(ctx, p, ins, outs[0], affine(bp, gamma, beta, mean, var, ep), mode)
     return fwd
 
 
-def fused_plan(fwd_plan, chains, make_rec):
+def fused_plan(fwd_plan, chains, make_rec, nodes):
     """The forward records with each chain replaced by one call at its last node's place.
 
     Parameters
@@ -151,6 +162,8 @@ def fused_plan(fwd_plan, chains, make_rec):
         :func:`find_chains`.
     make_rec : callable
         Makes an empty record.
+    nodes : list
+        The graph's nodes (``GraphView.nodes``).
 
     Returns
     -------
@@ -167,8 +180,7 @@ def fused_plan(fwd_plan, chains, make_rec):
         r.nid, r.name, r.p, r.ctx, r.ins, r.aux = c.nid, c.name, c.p, c.ctx, c.ins, []
         r.outs = rec_of[nids[-1]].outs
         r.out_names = rec_of[nids[-1]].out_names
-        r.fwd = _fused_call(b, (AFFINE if bn is not None else 0)
-                            | (RELU if act is not None else 0))
+        r.fwd = _fused_call(c, b, None if act is None else nodes[act])
         fused_at[nids[-1]] = r
         inner.update(nids)
     return [fused_at[r.nid] if r.nid in fused_at else r

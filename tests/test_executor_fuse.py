@@ -63,6 +63,14 @@ def inception_like():
     return S.Concat(a, b, c, d, name='cat')
 
 
+def activations_like():
+    """The ``relu`` operator and ``clip`` (relu6) as the chain's activation."""
+    x = S.relu(_cbr(S.Variable('data'), 'a', 16, 3, relu=False), name='a_relu')
+    x = S.clip(_cbr(x, 'b', 16, 3, relu=False), a_min=0, a_max=6, name='b_relu6')
+    x = S.clip(_cbr(x, 'c', 8, 1, relu=False, bn=False), a_min=-0.5, a_max=0.25, name='c_clip')
+    return S.Activation(_cbr(x, 'd', 8, 1, relu=False), act_type='tanh', name='d_tanh')
+
+
 def mobilenet_like():
     x = _cbr(S.Variable('data'), 'c0', 16, 3, s=2)
     x = _cbr(x, 'dw0', 16, 3, g=16)
@@ -105,6 +113,7 @@ def _pair(monkeypatch, net, shape, dtype='float32'):
     (resnet_like, (4, 3, 12, 12), 5),
     (inception_like, (3, 5, 10, 10), 7),
     (mobilenet_like, (2, 3, 16, 16), 5),
+    (activations_like, (2, 3, 9, 9), 4),
 ])
 def test_fused_forward_is_bitwise_the_unfused_one(monkeypatch, calls, make, shape, chains,
                                                   dtype):
@@ -123,6 +132,9 @@ def test_chains_found(monkeypatch):
     assert sorted(exe.fused_nodes) == sorted([
         ('stem_conv', 'stem_bn', 'stem_relu'), ('u_0_conv', 'u_0_bn', 'u_0_relu'),
         ('u_1_conv', 'u_1_bn'), ('u_sc_conv', 'u_sc_bn'), ('u2_0_conv', 'u2_0_bn', 'u2_0_relu')])
+    exe = _bind(monkeypatch, activations_like(), (2, 3, 8, 8))
+    assert exe.fused_nodes == [('a_conv', 'a_bn', 'a_relu'), ('b_conv', 'b_bn', 'b_relu6'),
+                               ('c_conv', 'c_clip'), ('d_conv', 'd_bn')]
     exe = _bind(monkeypatch, inception_like(), (2, 3, 8, 8))
     assert ('c_conv', 'c_relu') in exe.fused_nodes and ('c_r_conv', 'c_r_relu') in exe.fused_nodes
 

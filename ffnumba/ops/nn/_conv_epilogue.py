@@ -1,4 +1,4 @@
-"""Epilogues of fused inference convolutions: a per-channel affine map, then relu.
+"""Epilogues of fused inference convolutions: a per-channel affine map, then relu or clip.
 
 An executor bound without gradients runs a ``Convolution -> BatchNorm ->
 Activation('relu')`` chain (or a shorter one) as one call
@@ -14,20 +14,25 @@ unfused outputs are bit-identical:
   ``y = x * scale[c] + shift[c]`` with float64 ``scale = gamma / sqrt(var + eps)``,
   ``shift = beta - mean * scale`` (:func:`ffnumba.ops.nn.batch_norm.inference_affine`),
   rounded to the output dtype;
-* relu (mode bit 2), ``Activation``'s scalar body: ``x if x > 0 or x != x else 0``
-  (NaN stays NaN).
+* relu (mode bit 2), ``Activation``'s (and ``relu``'s) scalar body:
+  ``x if x > 0 or x != x else 0`` (NaN stays NaN);
+* clip (mode bit 4), ``clip``'s scalar body: ``a_min if x < a_min else a_max if
+  x > a_max else x`` (MobileNet v2's relu6).
 
-``ep`` is a float64 ``(2, F)`` array (``scale``, ``shift`` rows); mode 0 does nothing.
+``ep`` (:func:`make`) is a float64 ``(3, max(F, 2))`` array: the ``scale`` and
+``shift`` rows, then ``a_min, a_max`` in the first two columns of the third
+row. Mode 0 does nothing. A chain has one activation: relu and clip never
+come together.
 """
 import numpy as np
 from numba import njit
 
 from ..templates import JIT
 
-__all__ = ['AFFINE', 'RELU', 'apply_row', 'apply_all', 'no_epilogue']
+__all__ = ['AFFINE', 'RELU', 'CLIP', 'apply_row', 'apply_all', 'make', 'no_epilogue']
 
 #: Mode bits.
-AFFINE, RELU = 1, 2
+AFFINE, RELU, CLIP = 1, 2, 4
 U = np.uint64
 
 
@@ -36,9 +41,11 @@ def apply_row(row, ep, f, mode):
     """The epilogue of channel ``f`` on the flat ``row`` (in place)."""
     n = U(row.size)
     z = row.dtype.type(0)
+    scale = ep[0, f]
+    shift = ep[1, f]
+    lo = ep[2, 0]
+    hi = ep[2, 1]
     if mode == AFFINE:
-        scale = ep[0, f]
-        shift = ep[1, f]
         for i in range(n):
             row[i] = row[i] * scale + shift
     elif mode == RELU:
@@ -46,11 +53,17 @@ def apply_row(row, ep, f, mode):
             v = row[i]
             row[i] = v if v > 0 or v != v else z
     elif mode == AFFINE | RELU:
-        scale = ep[0, f]
-        shift = ep[1, f]
         for i in range(n):
             v = row.dtype.type(row[i] * scale + shift)
             row[i] = v if v > 0 or v != v else z
+    elif mode == CLIP:
+        for i in range(n):
+            v = row[i]
+            row[i] = lo if v < lo else (hi if v > hi else v)
+    elif mode == AFFINE | CLIP:
+        for i in range(n):
+            v = row.dtype.type(row[i] * scale + shift)
+            row[i] = lo if v < lo else (hi if v > hi else v)
 
 
 @njit(**JIT)
@@ -61,6 +74,14 @@ def apply_all(y3, ep, mode):
             apply_row(y3[n, f], ep, f, mode)
 
 
+def make(channels, a_min=0.0, a_max=0.0):
+    """An ``ep`` array for ``channels`` output channels with the clip bounds set
+    (the affine rows are filled by ``batch_norm.inference_affine``)."""
+    ep = np.zeros((3, max(int(channels), 2)))
+    ep[2, 0], ep[2, 1] = a_min, a_max
+    return ep
+
+
 def no_epilogue():
     """The ``ep`` array passed with mode 0 (never read)."""
-    return np.zeros((2, 1))
+    return make(1)

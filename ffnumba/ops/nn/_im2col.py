@@ -375,7 +375,7 @@ def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g)
     least ``Cg*K*nbmax*P`` / ``Fg*nbmax*P`` elements.
     """
     forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0],
-                  np.zeros((2, 1)), 0)
+                  np.zeros((3, 2)), 0)
 
 
 @njit(**JIT)

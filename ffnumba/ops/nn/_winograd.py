@@ -546,7 +546,7 @@ def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
-    ep = np.zeros((2, 1)) if ep is None else ep
+    ep = np.zeros((3, 2)) if ep is None else ep
 
     def part(t):
         forward_range(xf, dims, u, us, y, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],

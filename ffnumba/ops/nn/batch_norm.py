@@ -325,11 +325,11 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
         outputs[2][...] = 1.0 / np.sqrt(st['var'] + p.eps)
 
 
-def inference_affine(p, gamma, beta, moving_mean, moving_var):
+def inference_affine(p, gamma, beta, moving_mean, moving_var, out):
     """The evaluation forward's per-channel map ``y = x * scale + shift``, for fused kernels.
 
     Exactly the values the CPU forward computes (the same :func:`_affine`), so
-    a fused convolution epilogue (:mod:`._conv_epilogue`) is bit-identical to
+    a fused convolution epilogue (``_conv_epilogue``) is bit-identical to
     this operator. As the forward, ``fix_gamma`` writes 1 into ``gamma``.
 
     Parameters
@@ -337,17 +337,18 @@ def inference_affine(p, gamma, beta, moving_mean, moving_var):
     p : BatchNormParam
     gamma, beta, moving_mean, moving_var : ndarray (C,)
         float32 or float64.
+    out : ndarray (>= 2, >= C) float64
+        Rows 0 and 1 receive ``scale`` and ``shift``.
 
     Returns
     -------
-    ndarray (2, C) float64
-        ``scale`` and ``shift`` rows.
+    ndarray
+        ``out``.
     """
     if p.fix_gamma:
         gamma[...] = 1
-    ep = np.empty((2, gamma.shape[0]), np.float64)
-    _affine(moving_mean, moving_var, gamma, beta, p.eps, ep, 0, gamma.shape[0])
-    return ep
+    _affine(moving_mean, moving_var, gamma, beta, p.eps, out, 0, gamma.shape[0])
+    return out
 
 
 @f16_safe
