@@ -29,49 +29,65 @@ from numba import njit
 
 from ..templates import JIT
 
-__all__ = ['AFFINE', 'RELU', 'CLIP', 'apply_row', 'apply_all', 'make', 'no_epilogue']
+__all__ = ['AFFINE', 'RELU', 'CLIP', 'value', 'apply_row', 'apply_all', 'make', 'no_epilogue']
 
 #: Mode bits.
 AFFINE, RELU, CLIP = 1, 2, 4
 U = np.uint64
 
 
+@njit(inline='always', **JIT)
+def value(t, like, ep, f, mode):
+    """The epilogue of one element ``t`` of channel ``f`` (``like``: an array of the output
+    dtype, to round the affine map to it as the unfused BatchNorm's store does)."""
+    if mode & AFFINE:
+        t = like.dtype.type(t * ep[0, f] + ep[1, f])
+    if mode & RELU:
+        return t if t > 0 or t != t else like.dtype.type(0)
+    if mode & CLIP:
+        lo = ep[2, 0]
+        hi = ep[2, 1]
+        return lo if t < lo else (hi if t > hi else t)
+    return t
+
+
 @njit(**JIT)
-def apply_row(row, ep, f, mode):
-    """The epilogue of channel ``f`` on the flat ``row`` (in place)."""
-    n = U(row.size)
-    z = row.dtype.type(0)
+def apply_row(yf, start, n, ep, f, mode):
+    """The epilogue of channel ``f`` on ``yf[start:start + n]`` of the flat ``yf`` (in place;
+    no slice is made, so short rows cost no array set-up)."""
+    z = yf.dtype.type(0)
     scale = ep[0, f]
     shift = ep[1, f]
     lo = ep[2, 0]
     hi = ep[2, 1]
+    s = U(start)
     if mode == AFFINE:
-        for i in range(n):
-            row[i] = row[i] * scale + shift
+        for i in range(s, s + U(n)):
+            yf[i] = yf[i] * scale + shift
     elif mode == RELU:
-        for i in range(n):
-            v = row[i]
-            row[i] = v if v > 0 or v != v else z
+        for i in range(s, s + U(n)):
+            v = yf[i]
+            yf[i] = v if v > 0 or v != v else z
     elif mode == AFFINE | RELU:
-        for i in range(n):
-            v = row.dtype.type(row[i] * scale + shift)
-            row[i] = v if v > 0 or v != v else z
+        for i in range(s, s + U(n)):
+            v = yf.dtype.type(yf[i] * scale + shift)
+            yf[i] = v if v > 0 or v != v else z
     elif mode == CLIP:
-        for i in range(n):
-            v = row[i]
-            row[i] = lo if v < lo else (hi if v > hi else v)
+        for i in range(s, s + U(n)):
+            v = yf[i]
+            yf[i] = lo if v < lo else (hi if v > hi else v)
     elif mode == AFFINE | CLIP:
-        for i in range(n):
-            v = row.dtype.type(row[i] * scale + shift)
-            row[i] = lo if v < lo else (hi if v > hi else v)
+        for i in range(s, s + U(n)):
+            v = yf.dtype.type(yf[i] * scale + shift)
+            yf[i] = lo if v < lo else (hi if v > hi else v)
 
 
 @njit(**JIT)
-def apply_all(y3, ep, mode):
-    """:func:`apply_row` on every ``y3[n, f]`` of an ``(N, F, P)`` array."""
-    for n in range(y3.shape[0]):
-        for f in range(y3.shape[1]):
-            apply_row(y3[n, f], ep, f, mode)
+def apply_all(yf, F, P, ep, mode):
+    """:func:`apply_row` on every ``(sample, channel)`` row of the flat ``(nb, F, P)`` ``yf``."""
+    for n in range(yf.size // max(1, F * P)):
+        for f in range(F):
+            apply_row(yf, (n * F + f) * P, P, ep, f, mode)
 
 
 def make(channels, a_min=0.0, a_max=0.0):

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from ..templates import JIT
-from ._conv_epilogue import apply_row
+from ._conv_epilogue import apply_row, value
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
@@ -356,11 +356,12 @@ def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode):
             if add:
                 for i in range(up):
                     dst[i] += src[off + i] + v
+            elif ep_mode != 0:
+                for i in range(up):
+                    dst[i] = value(src[off + i] + v, dst, ep, f0 + f, ep_mode)
             else:
                 for i in range(up):
                     dst[i] = src[off + i] + v
-            if ep_mode != 0:
-                apply_row(dst, ep, f0 + f, ep_mode)
 
 
 # ---------------------------------------------------------------- drivers
@@ -408,7 +409,7 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                             row[i] += v
                 if ep_mode != 0:
                     for f in range(Fg):
-                        apply_row(yj[f], ep, j * Fg + f, ep_mode)
+                        apply_row(yj[f], 0, P, ep, j * Fg + f, ep_mode)
             else:
                 tmp = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
                 np.dot(w3[j], col, tmp)

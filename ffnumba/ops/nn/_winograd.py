@@ -383,7 +383,7 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
                 bv = bias[f] if has_bias else z
                 _output_tf(mbuf, f * L + b * T, ms, TH, TW, yb[f].reshape(OH * OW), OH, OW, bv)
                 if ep_mode != 0:
-                    apply_row(yb[f].reshape(OH * OW), ep, f, ep_mode)
+                    apply_row(yb[f].reshape(OH * OW), 0, OH * OW, ep, f, ep_mode)
 
 
 @njit(**JIT)
