@@ -29,65 +29,115 @@ from numba import njit
 
 from ..templates import JIT
 
-__all__ = ['AFFINE', 'RELU', 'CLIP', 'value', 'apply_row', 'apply_all', 'make', 'no_epilogue']
+__all__ = ['AFFINE', 'RELU', 'CLIP', 'SHORT_ROW', 'apply_row', 'apply_block', 'expand', 'apply_all',
+           'make', 'no_epilogue']
 
 #: Mode bits.
 AFFINE, RELU, CLIP = 1, 2, 4
+#: Rows shorter than this run through :func:`apply_block`'s one loop per block.
+SHORT_ROW = 32
 U = np.uint64
 
 
 @njit(inline='always', **JIT)
-def value(t, like, ep, f, mode):
-    """The epilogue of one element ``t`` of channel ``f`` (``like``: an array of the output
-    dtype, to round the affine map to it as the unfused BatchNorm's store does)."""
-    if mode & AFFINE:
-        t = like.dtype.type(t * ep[0, f] + ep[1, f])
-    if mode & RELU:
-        return t if t > 0 or t != t else like.dtype.type(0)
-    if mode & CLIP:
-        lo = ep[2, 0]
-        hi = ep[2, 1]
-        return lo if t < lo else (hi if t > hi else t)
-    return t
-
-
-@njit(**JIT)
 def apply_row(yf, start, n, ep, f, mode):
-    """The epilogue of channel ``f`` on ``yf[start:start + n]`` of the flat ``yf`` (in place;
-    no slice is made, so short rows cost no array set-up)."""
+    """The epilogue of channel ``f`` on ``yf[start:start + n]`` of the flat ``yf`` (in place).
+
+    Inlined into its callers, with one loop per mode: the loops stay
+    branch-free (vectorised selects), and a short row costs no call or slice.
+    """
     z = yf.dtype.type(0)
     scale = ep[0, f]
     shift = ep[1, f]
     lo = ep[2, 0]
     hi = ep[2, 1]
     s = U(start)
+    e = s + U(n)
     if mode == AFFINE:
-        for i in range(s, s + U(n)):
+        for i in range(s, e):
             yf[i] = yf[i] * scale + shift
     elif mode == RELU:
-        for i in range(s, s + U(n)):
+        for i in range(s, e):
             v = yf[i]
             yf[i] = v if v > 0 or v != v else z
     elif mode == AFFINE | RELU:
-        for i in range(s, s + U(n)):
+        for i in range(s, e):
             v = yf.dtype.type(yf[i] * scale + shift)
             yf[i] = v if v > 0 or v != v else z
     elif mode == CLIP:
-        for i in range(s, s + U(n)):
+        for i in range(s, e):
             v = yf[i]
             yf[i] = lo if v < lo else (hi if v > hi else v)
     elif mode == AFFINE | CLIP:
-        for i in range(s, s + U(n)):
+        for i in range(s, e):
             v = yf.dtype.type(yf[i] * scale + shift)
+            yf[i] = lo if v < lo else (hi if v > hi else v)
+
+
+@njit(inline='always', **JIT)
+def _apply_flat(yf, start, n, rep, r0, lo, hi, mode):
+    """The epilogue of ``yf[start + j]`` with the per-element parameters ``rep[:, r0 + j]``
+    (``j < n``): one long branch-free loop over many short rows."""
+    z = yf.dtype.type(0)
+    s = U(start)
+    d = U(r0) - s
+    e = s + U(n)
+    if mode == AFFINE:
+        for i in range(s, e):
+            yf[i] = yf[i] * rep[0, i + d] + rep[1, i + d]
+    elif mode == RELU:
+        for i in range(s, e):
+            v = yf[i]
+            yf[i] = v if v > 0 or v != v else z
+    elif mode == AFFINE | RELU:
+        for i in range(s, e):
+            v = yf.dtype.type(yf[i] * rep[0, i + d] + rep[1, i + d])
+            yf[i] = v if v > 0 or v != v else z
+    elif mode == CLIP:
+        for i in range(s, e):
+            v = yf[i]
+            yf[i] = lo if v < lo else (hi if v > hi else v)
+    elif mode == AFFINE | CLIP:
+        for i in range(s, e):
+            v = yf.dtype.type(yf[i] * rep[0, i + d] + rep[1, i + d])
             yf[i] = lo if v < lo else (hi if v > hi else v)
 
 
 @njit(**JIT)
-def apply_all(yf, F, P, ep, mode):
-    """:func:`apply_row` on every ``(sample, channel)`` row of the flat ``(nb, F, P)`` ``yf``."""
-    for n in range(yf.size // max(1, F * P)):
+def expand(ep, F, P):
+    """The ``rep`` of :func:`apply_block`: ``(2, F*P)`` per-element ``scale`` and ``shift``
+    when rows of ``P`` are shorter than :data:`SHORT_ROW`, else a dummy."""
+    if P >= SHORT_ROW:
+        return np.zeros((2, 1))
+    rep = np.empty((2, F * P))
+    for f in range(F):
+        for i in range(P):
+            rep[0, f * P + i] = ep[0, f]
+            rep[1, f * P + i] = ep[1, f]
+    return rep
+
+
+@njit(inline='always', **JIT)
+def apply_block(yf, start, F, P, f0, ep, rep, mode):
+    """The epilogue of channels ``f0..f0+F`` of one sample, ``yf[start + f*P + i]``.
+
+    Rows of at least :data:`SHORT_ROW` elements run :func:`apply_row` each;
+    shorter ones one loop over the block with ``rep`` (:func:`expand`), so the
+    loop stays vectorised (a loop of a few elements runs scalar, and its
+    selects become mispredicted branches).
+    """
+    if P < SHORT_ROW:
+        _apply_flat(yf, start, F * P, rep, f0 * P, ep[2, 0], ep[2, 1], mode)
+    else:
         for f in range(F):
-            apply_row(yf, (n * F + f) * P, P, ep, f, mode)
+            apply_row(yf, start + f * P, P, ep, f0 + f, mode)
+
+
+@njit(**JIT)
+def apply_all(yf, F, P, ep, rep, mode):
+    """:func:`apply_block` on every sample of the flat ``(nb, F, P)`` ``yf``."""
+    for n in range(yf.size // max(1, F * P)):
+        apply_block(yf, n * F * P, F, P, 0, ep, rep, mode)
 
 
 def make(channels, a_min=0.0, a_max=0.0):

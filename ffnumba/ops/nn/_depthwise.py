@@ -35,7 +35,7 @@ from numba import njit
 
 from ..templates import JIT
 from . import _conv_par as cp
-from ._conv_epilogue import apply_all
+from ._conv_epilogue import apply_all, expand
 from ._im2col import _valid, buffer
 
 __all__ = ['is_depthwise', 'cpu_depthwise', 'forward', 'backward']
@@ -536,6 +536,7 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
     ranges = _ranges(dims[0], nt)
     y3 = y.reshape(dims[0], F, -1)
     step = max(1, EP_BLOCK // max(1, y3.shape[1] * y3.shape[2])) if ep_mode else dims[0]
+    rep = expand(ep, F, y3.shape[2]) if ep_mode else None
 
     def part(t):
         for lo in range(ranges[t][0], ranges[t][1], step):
@@ -548,7 +549,7 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
             else:
                 dw_forward3d(xf, dims, w2, yf, bias, has_bias, g, lo, hi)
             if ep_mode != 0:
-                apply_all(y3[lo:hi].reshape(-1), F, y3.shape[2], ep, ep_mode)
+                apply_all(y3[lo:hi].reshape(-1), F, y3.shape[2], ep, rep, ep_mode)
     if nt == 1:
         part(0)
     else:

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from ..templates import JIT
-from ._conv_epilogue import apply_row, value
+from ._conv_epilogue import apply_block, expand
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
@@ -342,9 +342,9 @@ def _gather(y, n0, nb, f0, fg, tmp):
 
 
 @njit(**JIT)
-def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode):
+def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode, rep):
     """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``, then the epilogue
-    ``ep_mode`` of :mod:`._conv_epilogue` on each written row (mode 0: none)."""
+    ``ep_mode`` of :mod:`._conv_epilogue` on each sample's rows (mode 0: none)."""
     P = y.shape[2]
     up = np.uint64(P)
     for b in range(nb):
@@ -356,12 +356,11 @@ def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode):
             if add:
                 for i in range(up):
                     dst[i] += src[off + i] + v
-            elif ep_mode != 0:
-                for i in range(up):
-                    dst[i] = value(src[off + i] + v, dst, ep, f0 + f, ep_mode)
             else:
                 for i in range(up):
                     dst[i] = src[off + i] + v
+        if ep_mode != 0:
+            apply_block(y[n0 + b].reshape(-1), f0 * P, fg, P, f0, ep, rep, ep_mode)
 
 
 # ---------------------------------------------------------------- drivers
@@ -389,6 +388,7 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
     cg = C // G
     P = y.shape[2]
     direct = nbmax == 1 and _pointwise(g)      # 1x1: the sample's data is its col matrix
+    rep = expand(ep, G * Fg, P) if ep_mode != 0 else ep
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
@@ -408,12 +408,11 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                         for i in range(np.uint64(P)):
                             row[i] += v
                 if ep_mode != 0:
-                    for f in range(Fg):
-                        apply_row(yj[f], 0, P, ep, j * Fg + f, ep_mode)
+                    apply_block(y[n0].reshape(-1), j * Fg * P, Fg, P, j * Fg, ep, rep, ep_mode)
             else:
                 tmp = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
                 np.dot(w3[j], col, tmp)
-                _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias, ep, ep_mode)
+                _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias, ep, ep_mode, rep)
 
 
 @njit(**JIT)

@@ -61,7 +61,7 @@ from numba import njit
 from ...blas_threads import numba_blas_single_thread
 from ..templates import JIT
 from . import _im2col as ic
-from ._conv_epilogue import apply_row
+from ._conv_epilogue import apply_block, expand
 from ._conv_par import run_split, split_threads
 
 __all__ = ['tiles', 'chunk_size', 'filter_transform', 'filter_transform_t', 'forward_range',
@@ -351,7 +351,7 @@ def _mat(buf, e, st, rows, cols):
 def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax, ph, pw,
                   nlo, nhi, ep, ep_mode):
     """``y = conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(2x2, 3x3), each output
-    plane followed by the epilogue ``ep_mode`` (:mod:`._conv_epilogue`; 0 none).
+    sample followed by the epilogue ``ep_mode`` (:mod:`._conv_epilogue`; 0 none).
 
     ``xf``: flat ``(N, C, H, W)`` (``dims``); ``uf`` / ``us``: ``U`` from
     :func:`filter_transform`; ``y``: ``(N, F, OH, OW)``; ``vbuf`` / ``mbuf``
@@ -367,6 +367,7 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
     padf = padbuf[:(2 * TH + 2) * row]
     padf[:] = 0
     z = y.dtype.type(0)
+    rep = expand(ep, F, OH * OW) if ep_mode != 0 else ep
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         L = nb * T
@@ -382,8 +383,8 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
             for f in range(F):
                 bv = bias[f] if has_bias else z
                 _output_tf(mbuf, f * L + b * T, ms, TH, TW, yb[f].reshape(OH * OW), OH, OW, bv)
-                if ep_mode != 0:
-                    apply_row(yb[f].reshape(OH * OW), 0, OH * OW, ep, f, ep_mode)
+            if ep_mode != 0:
+                apply_block(yb.reshape(-1), 0, F, OH * OW, 0, ep, rep, ep_mode)
 
 
 @njit(**JIT)
@@ -532,9 +533,8 @@ def _plan(state, dims, F, OH, OW, dtype, nt):
 def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
     """``y = conv(x, w) + bias`` by F(2x2, 3x3), the batch split over threads as in :mod:`._conv_par`.
 
-    ``state``: the op's state (scratch); x ``(N, C, H, W)``; w ``(F, C, 3, 3)``; bias
-    ``(F,)`` or None; y ``(N, F, OH, OW)``, written; pad ``(int, int)``; ``ep`` /
-    ``ep_mode``: a fused convolution's epilogue (:mod:`._conv_epilogue`).
+    ``state``: the op's state (scratch); x ``(N, C, H, W)``; w ``(F, C, 3, 3)``; bias ``(F,)`` or
+    None; y ``(N, F, OH, OW)``, written; pad ``(int, int)``; ``ep``, ``ep_mode``: an epilogue.
     """
     N, C = x.shape[0], x.shape[1]
     F, OH, OW = y.shape[1], y.shape[2], y.shape[3]

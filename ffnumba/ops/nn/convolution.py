@@ -359,7 +359,8 @@ def _conv_cpu(ctx, p, inputs, y, ep, mode):
     if x.size == 0 or y.size == 0:
         empty_forward(p, inputs, y)
         if mode and y.size:
-            _ep.apply_all(y.reshape(-1), y.shape[1], y[0, 0].size, ep, mode)
+            P = y[0, 0].size
+            _ep.apply_all(y.reshape(-1), y.shape[1], P, ep, _ep.expand(ep, y.shape[1], P), mode)
         return
     G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
