@@ -111,6 +111,7 @@ def _pair(monkeypatch, net, shape, dtype='float32'):
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 @pytest.mark.parametrize('make,shape,chains', [
     (resnet_like, (4, 3, 12, 12), 5),
+    (resnet_like, (1, 3, 10, 10), 5),           # one sample per GEMM, short rows
     (inception_like, (3, 5, 10, 10), 7),
     (mobilenet_like, (2, 3, 16, 16), 5),
     (activations_like, (2, 3, 9, 9), 4),
