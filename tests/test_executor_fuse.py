@@ -341,3 +341,17 @@ def test_zoo_inference_outputs_bitwise(monkeypatch, calls, name):
         np.testing.assert_array_equal(y.asnumpy(), ref.asnumpy())
         assert np.isfinite(y.asnumpy()).all()
     assert len(calls) == len(fused.fused_nodes)
+
+
+@pytest.mark.gpu
+def test_gpu_executor_runs_unfused_and_matches_cpu(monkeypatch, calls):
+    """A GPU executor (the CUDA simulator in CI) never fuses; its inference equals the
+    fused CPU run up to the GPU kernels' rounding."""
+    net = _cbr(_cbr(S.Variable('data'), 'a', 4, 3), 'b', 4, 3, relu=False)
+    cpu = _bind(monkeypatch, net, (2, 3, 5, 5))
+    gpu = net.simple_bind(ff.gpu(0), grad_req='null', data=(2, 3, 5, 5))
+    gpu.copy_params_from({k: v for k, v in cpu.arg_dict.items()}, cpu.aux_dict)
+    assert gpu.fused_nodes == [] and len(cpu.fused_nodes) == 2
+    np.testing.assert_allclose(gpu.forward(is_train=False)[0].asnumpy(),
+                               cpu.forward(is_train=False)[0].asnumpy(), rtol=1e-5, atol=1e-5)
+    assert len(calls) == 2
