@@ -10,7 +10,8 @@ import time
 def op_profile(ff, sym, inputs, steps=10, train=True):
     """Share of forward+backward (or inference forward) time per (operator, pass).
 
-    Wraps each operator's CPU forward/backward with a timer before binding and
+    Wraps each operator's CPU forward/backward (and the fused inference call of
+    ``Convolution -> BatchNorm -> relu`` chains) with a timer before binding and
     restores them afterwards.
 
     Parameters
@@ -50,6 +51,15 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
                 _fn(*args)
                 totals[_key] += time.perf_counter() - tic
             table['cpu'] = timed
+    # an inference executor runs Convolution -> BatchNorm -> relu chains as one fused call
+    from ffnumba.ops.nn import convolution as conv_mod
+    fused = conv_mod.fused_forward_cpu
+
+    def timed_fused(*args):
+        tic = time.perf_counter()
+        fused(*args)
+        totals[('Convolution+BatchNorm/act (fused)', 'forward')] += time.perf_counter() - tic
+    conv_mod.fused_forward_cpu = timed_fused
     try:
         exe = sym.simple_bind(ff.cpu(0), grad_req='write' if train else 'null',
                               **{k: v.shape for k, v in inputs.items()})
@@ -68,6 +78,7 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
                 exe.backward()
         whole = time.perf_counter() - tic
     finally:
+        conv_mod.fused_forward_cpu = fused
         for table, fn in saved:
             table['cpu'] = fn
         for op in guarded:

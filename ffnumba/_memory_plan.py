@@ -260,7 +260,7 @@ def _backward_steps(view, need, node_bwd, var_reqs):
 
 
 def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
-                grads=None, share=True):
+                grads=None, share=True, lives_until=None):
     """Allocate operator outputs and intermediate gradients over shared storages.
 
     Parameters
@@ -284,6 +284,10 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
         an executor without gradients.
     share : bool, default True
         False gives every value its own buffer.
+    lives_until : dict of int to int, optional
+        Entry -> a node id until which the entry stays alive even if its last
+        consumer runs earlier (the inputs of a fused chain, read when the
+        chain's last node runs: :mod:`ffnumba._executor_fuse`).
 
     Returns
     -------
@@ -300,6 +304,8 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
     for nid in range(len(view.nodes)):
         for e in view.in_entries[nid]:
             last[e] = nid
+    for e, nid in (lives_until or {}).items():
+        last[e] = max(last.get(e, nid), nid)
     release = {}
     for nid, node in enumerate(view.nodes):
         if node.op is None:

@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from ._executor_fuse import find_chains, fused_plan, lives_until
 from ._executor_run import CallPlan
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
                              _host_values, _reraise)
@@ -115,6 +116,8 @@ class Executor:
                 raise ShapeError('bind: gradient of %r has shape %s, argument has %s'
                                  % (n, g.shape, a.shape))
         self._keep_all = False
+        if _reshaped is not None:
+            self._chains = _reshaped._chains
         self._setup(_inferred, None if _reshaped is None else _reshaped._nd_of)
         self._monitor = None
         self._warm = set()   # passes that have run once (compile_notice)
@@ -156,8 +159,15 @@ class Executor:
                 gbuf[e] = g._data
                 self._var_req[e] = self._grad_req[name]
         need, node_bwd, keep, unreached = plan_gradients(view, self._var_req, self._keep_all)
+        # inference fusion (no gradients): a reshaped executor keeps its source's chains,
+        # whose lifetimes its views of the source's buffers assume
+        chains = getattr(self, '_chains', None)
+        if chains is None:
+            chains = [] if self._var_req else find_chains(view, shapes, types, ctx)
+        self._chains = chains
         self._plan, tmps = plan_memory(view, shapes, types, ctx, nd_of, keep, shared,
-                                       (need, node_bwd, self._var_req, gbuf), sharing_enabled())
+                                       (need, node_bwd, self._var_req, gbuf), sharing_enabled(),
+                                       lives_until(view, chains))
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
@@ -218,6 +228,8 @@ class Executor:
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
         self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan)
+        self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
+            if chains else None
 
     # ------------------------------------------------------------ running
     def forward(self, is_train=False, **kwargs):
@@ -278,6 +290,8 @@ class Executor:
         self._calls.set_train(is_train)
         monitor = self._monitor
         if monitor is None:
+            if not is_train and self._fused is not None:
+                return self._fused.forward()   # the same OpContexts, set just above
             return self._calls.forward()
         for r in self._fwd_plan:
             try:
@@ -389,6 +403,20 @@ class Executor:
     def output_dict(self):
         """Output arrays by output name."""
         return dict(zip(self._out_names, self.outputs))
+
+    @property
+    def fused_nodes(self):
+        """The node chains ``forward(is_train=False)`` runs as one fused call (ffnumba only).
+
+        A list of tuples of node names (``('conv1', 'bn1', 'relu1')``, or two
+        of them), one per ``Convolution [-> BatchNorm] [-> Activation('relu')]``
+        chain: empty for an executor with gradients, on a GPU, or with
+        ``FFNUMBA_FUSE=0``. A forward with a monitor installed or with
+        ``is_train=True`` runs every node on its own. See
+        :mod:`ffnumba._executor_fuse`.
+        """
+        nodes = self._view.nodes
+        return [tuple(nodes[n].name for n in chain if n is not None) for chain in self._chains]
 
     @property
     def grad_req(self):

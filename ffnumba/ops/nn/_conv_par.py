@@ -51,8 +51,11 @@ def run_split(part, nt):
     run_parallel(part, nt, 'kernel')
 
 
-def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nt):
+def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nt,
+                     ep=None, ep_mode=0):
     """:func:`._im2col.conv_forward` with the batch split over ``nt`` threads.
+
+    ``ep`` / ``ep_mode``: the epilogue of a fused convolution (:mod:`._conv_epilogue`).
 
     ``colbuf`` / ``tmpbuf`` hold ``nt`` times the serial driver's scratch.
     Each thread runs the serial ``nogil`` kernel on its own range of samples.
@@ -62,10 +65,12 @@ def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax
     P = y.shape[2]
     csz = CK * nbmax * P
     tsz = Fg * nbmax * P
+    ep = np.zeros((3, 2)) if ep is None else ep
 
     def part(t):
         forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf[t * csz:(t + 1) * csz],
-                      tmpbuf[t * tsz:(t + 1) * tsz], nbmax, g, N * t // nt, N * (t + 1) // nt)
+                      tmpbuf[t * tsz:(t + 1) * tsz], nbmax, g, N * t // nt, N * (t + 1) // nt,
+                      ep, ep_mode)
     run_split(part, nt)
 
 

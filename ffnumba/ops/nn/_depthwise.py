@@ -35,6 +35,7 @@ from numba import njit
 
 from ..templates import JIT
 from . import _conv_par as cp
+from ._conv_epilogue import apply_all, expand
 from ._im2col import _valid, buffer
 
 __all__ = ['is_depthwise', 'cpu_depthwise', 'forward', 'backward']
@@ -44,6 +45,8 @@ U = np.uint64
 
 #: Largest output plane (positions) run by the channels-last kernels.
 CL_MAX_POSITIONS = 64
+#: Output elements of the samples a fused forward computes before their epilogue (in cache).
+EP_BLOCK = 1 << 17
 
 
 def is_depthwise(p, data_shape):
@@ -514,20 +517,13 @@ def _ranges(N, nt):
     return [(N * t // nt, N * (t + 1) // nt) for t in range(nt)]
 
 
-def forward(state, x, w, y, bias, has_bias, g):
+def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
     """``y = depthwise(x, w) (+ bias)``, the batch split over :func:`_conv_par.split_threads`.
 
-    Parameters
-    ----------
-    state : dict or None
-        The node state keeping the scratch buffers between calls.
-    x : ndarray (N, C, *spatial)
-    w : ndarray (F, 1, *kernel), ``F = M * C``
-    y : ndarray (N, F, *out_spatial), written
-    bias : ndarray (F,)
-        Read only when ``has_bias``.
-    g : tuple of int
-        :func:`_im2col.geometry`.
+    ``state``: the node state keeping the scratch; x ``(N, C, *spatial)``; w ``(F, 1,
+    *kernel)``, ``F = M * C``; y ``(N, F, *out_spatial)``, written; bias ``(F,)``, read only
+    when ``has_bias``; g: :func:`_im2col.geometry`. A fused convolution's epilogue
+    ``ep_mode`` (:mod:`._conv_epilogue`) runs on blocks of :data:`EP_BLOCK` output elements.
     """
     from ._im2col import as5d
     dims = as5d(x.shape)
@@ -538,15 +534,22 @@ def forward(state, x, w, y, bias, has_bias, g):
     xf, yf, w2 = x.reshape(-1), y.reshape(-1), w.reshape(F, -1)
     wt = np.ascontiguousarray(w2.T) if kind == 'cl' else w2
     ranges = _ranges(dims[0], nt)
+    y3 = y.reshape(dims[0], F, -1)
+    step = max(1, EP_BLOCK // max(1, y3.shape[1] * y3.shape[2])) if ep_mode else dims[0]
+    rep = expand(ep, F, y3.shape[2]) if ep_mode else None
 
     def part(t):
-        lo, hi = ranges[t]
-        if kind == 'planes':
-            _planes_fwd(xf, dims, w2, yf, bias, has_bias, g, scratch[t][0], lo, hi)
-        elif kind == 'cl':
-            _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, scratch[t][0], scratch[t][1], lo, hi)
-        else:
-            dw_forward3d(xf, dims, w2, yf, bias, has_bias, g, lo, hi)
+        for lo in range(ranges[t][0], ranges[t][1], step):
+            hi = min(ranges[t][1], lo + step)
+            if kind == 'planes':
+                _planes_fwd(xf, dims, w2, yf, bias, has_bias, g, scratch[t][0], lo, hi)
+            elif kind == 'cl':
+                _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, scratch[t][0], scratch[t][1], lo,
+                        hi)
+            else:
+                dw_forward3d(xf, dims, w2, yf, bias, has_bias, g, lo, hi)
+            if ep_mode != 0:
+                apply_all(y3[lo:hi].reshape(-1), F, y3.shape[2], ep, rep, ep_mode)
     if nt == 1:
         part(0)
     else:

@@ -40,6 +40,7 @@ from numba import njit
 from ..templates import JIT
 from .._gemm import gemm
 from ._im2col_flat import _col2im_flat, _flat_shift, _im2col_flat
+from ._conv_epilogue import apply_block, expand
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
@@ -353,8 +354,9 @@ def _gather(y, n0, nb, f0, fg, tmp):
 
 
 @njit(**JIT)
-def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias):
-    """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``."""
+def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode, rep):
+    """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``, then the epilogue
+    ``ep_mode`` of :mod:`._conv_epilogue` on each sample's rows (mode 0: none)."""
     P = y.shape[2]
     up = np.uint64(P)
     for b in range(nb):
@@ -369,6 +371,8 @@ def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias):
             else:
                 for i in range(up):
                     dst[i] = src[off + i] + v
+        if ep_mode != 0:
+            apply_block(y[n0 + b].reshape(-1), f0 * P, fg, P, f0, ep, rep, ep_mode)
 
 
 # ---------------------------------------------------------------- drivers
@@ -383,17 +387,21 @@ def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g)
     :func:`forward_range` on every sample: one compiled kernel whatever the
     thread count (a compiled wrapper would compile the whole driver again).
     """
-    forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0])
+    forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0],
+                  np.zeros((3, 2)), 0)
 
 
 @njit(**JIT)
-def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nlo, nhi):
-    """:func:`conv_forward` on samples ``nlo..nhi`` only."""
+def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nlo, nhi,
+                  ep, ep_mode):
+    """:func:`conv_forward` on samples ``nlo..nhi`` only, each output row followed by the
+    epilogue ``ep_mode`` (``ep``: :mod:`._conv_epilogue`; 0 none) while it is in cache."""
     C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
     P = y.shape[2]
     direct = nbmax == 1 and _pointwise(g)      # 1x1: the sample's data is its col matrix
+    rep = expand(ep, G * Fg, P) if ep_mode != 0 else ep
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
@@ -412,10 +420,12 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                         row = yj[f]
                         for i in range(np.uint64(P)):
                             row[i] += v
+                if ep_mode != 0:
+                    apply_block(y[n0].reshape(-1), j * Fg * P, Fg, P, j * Fg, ep, rep, ep_mode)
             else:
                 tmp = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))
                 gemm(1.0, w3[j], col, 0.0, tmp)
-                _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias)
+                _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias, ep, ep_mode, rep)
 
 
 def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,

@@ -62,6 +62,7 @@ from ...blas_threads import numba_blas_single_thread
 from ..templates import JIT
 from .._gemm import gemm
 from . import _im2col as ic
+from ._conv_epilogue import apply_block, expand
 from ._conv_par import run_split, split_threads
 
 __all__ = ['tiles', 'chunk_size', 'filter_transform', 'filter_transform_t', 'forward_range',
@@ -349,8 +350,9 @@ def _mat(buf, e, st, rows, cols):
 
 @njit(**JIT)
 def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax, ph, pw,
-                  nlo, nhi):
-    """``y = conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(2x2, 3x3).
+                  nlo, nhi, ep, ep_mode):
+    """``y = conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(2x2, 3x3), each output
+    sample followed by the epilogue ``ep_mode`` (:mod:`._conv_epilogue`; 0 none).
 
     ``xf``: flat ``(N, C, H, W)`` (``dims``); ``uf`` / ``us``: ``U`` from
     :func:`filter_transform`; ``y``: ``(N, F, OH, OW)``; ``vbuf`` / ``mbuf``
@@ -366,6 +368,7 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
     padf = padbuf[:(2 * TH + 2) * row]
     padf[:] = 0
     z = y.dtype.type(0)
+    rep = expand(ep, F, OH * OW) if ep_mode != 0 else ep
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         L = nb * T
@@ -381,6 +384,8 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
             for f in range(F):
                 bv = bias[f] if has_bias else z
                 _output_tf(mbuf, f * L + b * T, ms, TH, TW, yb[f].reshape(OH * OW), OH, OW, bv)
+            if ep_mode != 0:
+                apply_block(yb.reshape(-1), 0, F, OH * OW, 0, ep, rep, ep_mode)
 
 
 @njit(**JIT)
@@ -526,16 +531,11 @@ def _plan(state, dims, F, OH, OW, dtype, nt):
     return nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us)
 
 
-def forward(state, x, w, bias, y, pad):
+def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
     """``y = conv(x, w) + bias`` by F(2x2, 3x3), the batch split over threads as in :mod:`._conv_par`.
 
-    Parameters
-    ----------
-    state : dict or None
-        The op's state (scratch buffers are kept there).
-    x : ndarray ``(N, C, H, W)``; w : ``(F, C, 3, 3)``; bias : ``(F,)`` or None
-    y : ndarray ``(N, F, OH, OW)``, written.
-    pad : (int, int)
+    ``state``: the op's state (scratch); x ``(N, C, H, W)``; w ``(F, C, 3, 3)``; bias ``(F,)`` or
+    None; y ``(N, F, OH, OW)``, written; pad ``(int, int)``; ``ep``, ``ep_mode``: an epilogue.
     """
     N, C = x.shape[0], x.shape[1]
     F, OH, OW = y.shape[1], y.shape[2], y.shape[3]
@@ -547,11 +547,12 @@ def forward(state, x, w, bias, y, pad):
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
+    ep = np.zeros((3, 2)) if ep is None else ep
 
     def part(t):
         forward_range(xf, dims, u, us, y, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],
                       mbuf[t * msz:(t + 1) * msz], pbuf[t * psz:(t + 1) * psz], nb,
-                      pad[0], pad[1], N * t // nt, N * (t + 1) // nt)
+                      pad[0], pad[1], N * t // nt, N * (t + 1) // nt, ep, ep_mode)
     if nt == 1:
         part(0)
         return

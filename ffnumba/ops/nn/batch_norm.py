@@ -54,7 +54,7 @@ from ..registry import OpDef, register_op, shape_assign
 from ..templates import JIT, LazyCudaKernel, f16_safe, launch_1d, import_cuda
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
-__all__ = ['BatchNormParam']
+__all__ = ['BatchNormParam', 'inference_affine']
 
 
 # ----------------------------------------------------------------- helpers
@@ -154,6 +154,16 @@ BLOCK_ELEMS = 1 << 18
 
 
 @njit(**JIT)
+def _affine(mean, var, gamma, beta, eps, acc, clo, chi):
+    """``acc[0, c] = gamma / sqrt(var + eps)`` (scale), ``acc[1, c] = beta - mean * scale``
+    (shift) in float64 for channels ``clo..chi``: ``y = x * scale + shift``."""
+    for c in range(clo, chi):
+        scale = gamma[c] / np.sqrt(var[c] + eps)
+        acc[0, c] = scale
+        acc[1, c] = beta[c] - mean[c] * scale
+
+
+@njit(**JIT)
 def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
     """Normalise channels ``clo..chi``; with ``batch`` first store their batch mean and
     biased variance in ``mean`` / ``var`` (sums of ``x - x[0, c, 0]`` and of its square,
@@ -182,10 +192,7 @@ def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, ch
             m = acc[0, c] / n
             mean[c] = acc[2, c] + m
             var[c] = max(acc[1, c] / n - m * m, 0.0)
-    for c in range(clo, chi):
-        scale = gamma[c] / np.sqrt(var[c] + eps)
-        acc[0, c] = scale
-        acc[1, c] = beta[c] - mean[c] * scale
+    _affine(mean, var, gamma, beta, eps, acc, clo, chi)
     for o in range(O):
         for c in range(clo, chi):
             b = U((o * C + c) * I)
@@ -316,6 +323,32 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     if p.output_mean_var:
         outputs[1][...] = st['mean']
         outputs[2][...] = 1.0 / np.sqrt(st['var'] + p.eps)
+
+
+def inference_affine(p, gamma, beta, moving_mean, moving_var, out):
+    """The evaluation forward's per-channel map ``y = x * scale + shift``, for fused kernels.
+
+    Exactly the values the CPU forward computes (the same :func:`_affine`), so
+    a fused convolution epilogue (``_conv_epilogue``) is bit-identical to
+    this operator. As the forward, ``fix_gamma`` writes 1 into ``gamma``.
+
+    Parameters
+    ----------
+    p : BatchNormParam
+    gamma, beta, moving_mean, moving_var : ndarray (C,)
+        float32 or float64.
+    out : ndarray (>= 2, >= C) float64
+        Rows 0 and 1 receive ``scale`` and ``shift``.
+
+    Returns
+    -------
+    ndarray
+        ``out``.
+    """
+    if p.fix_gamma:
+        gamma[...] = 1
+    _affine(moving_mean, moving_var, gamma, beta, p.eps, out, 0, gamma.shape[0])
+    return out
 
 
 @f16_safe

@@ -37,7 +37,9 @@ F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016) unless an input holds an
 inf or NaN (those run im2col); the environment variable
 ``FFNUMBA_CONV_WINOGRAD=0`` turns it off. With more than one numba thread the batch is split over
 threads, each on one BLAS thread (``_conv_par``). float16 is computed in
-float32 and cast at the edges. GPU: im2col + the tiled shared-memory GEMM
+float32 and cast at the edges. An inference executor may run a
+Convolution with the BatchNorm and relu after it as one call
+(:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled shared-memory GEMM
 (``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use direct
 one-thread-per-element kernels (``_conv_cuda``).
 
@@ -50,6 +52,7 @@ from ..params import Field, Params, Shape
 from ..registry import OpDef, assign, register_op, shape_assign
 from ..templates import f16_safe
 from . import _conv_cuda as cc
+from . import _conv_epilogue as _ep
 from . import _conv_gemm_cuda as cg
 from . import _conv_par as cp
 from ...blas_threads import numba_blas_single_thread
@@ -57,7 +60,7 @@ from . import _depthwise as dwc
 from . import _im2col as ic
 from . import _winograd as wg
 
-__all__ = ['ConvolutionParam', 'conv_output_size', 'check_spatial']
+__all__ = ['ConvolutionParam', 'conv_output_size', 'check_spatial', 'fused_forward_cpu']
 
 _LAYOUTS = ('NCW', 'NCHW', 'NCDHW', 'NHWC', 'NDHWC')
 _CHANNEL_FIRST = {1: 'NCW', 2: 'NCHW', 3: 'NCDHW'}
@@ -314,19 +317,62 @@ def _use_winograd(p, xshape, yshape, arrays):
 
 @f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
-    x, w, y = inputs[0], inputs[1], outputs[0]
+    _conv_cpu(ctx, p, inputs, outputs[0], None, 0)
+
+
+def fused_forward_cpu(ctx, p, inputs, y, ep, mode):
+    """A CPU Convolution forward whose every output row passes through an epilogue.
+
+    The fused call of an inference executor's ``Convolution -> BatchNorm ->
+    Activation('relu')`` chain (see :mod:`ffnumba._executor_fuse`): the
+    per-channel affine map and/or relu run on each output row right after it
+    is computed (im2col GEMM chunk, Winograd output transform, depthwise
+    sample), while it is in cache, with exactly the unfused operators'
+    arithmetic (:mod:`._conv_epilogue`), so the result is bit-identical.
+
+    Parameters
+    ----------
+    ctx : OpContext
+        The convolution node's context (its scratch lives in ``ctx.state``).
+    p : ConvolutionParam
+    inputs : list of ndarray
+        ``data``, ``weight`` (and ``bias``), float32 or float64.
+    y : ndarray (N, F, *out_spatial)
+        Written: the last fused node's output.
+    ep : ndarray (2, F) float64 or None
+        ``scale`` and ``shift`` rows (``batch_norm.inference_affine``); read
+        when ``mode`` has the affine bit.
+    mode : int
+        ``_conv_epilogue.AFFINE`` (1), ``RELU`` (2) or both (3).
+    """
+    _conv_cpu(ctx, p, inputs, y, ep, mode)
+
+
+#: The ``ep`` of a plain convolution (mode 0: never read).
+_NO_EP = _ep.no_epilogue()
+
+
+def _conv_cpu(ctx, p, inputs, y, ep, mode):
+    """CPU forward into ``y`` with the epilogue ``mode`` (0: a plain convolution)."""
+    x, w = inputs[0], inputs[1]
+    ep = ep if ep is not None else _NO_EP
     if x.size == 0 or y.size == 0:
-        return empty_forward(p, inputs, y)
+        empty_forward(p, inputs, y)
+        if mode and y.size:
+            P = y[0, 0].size
+            _ep.apply_all(y.reshape(-1), y.shape[1], P, ep, _ep.expand(ep, y.shape[1], P), mode)
+        return
     G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     geom = _geom(p, x, y)
     state = ctx.state if ctx is not None else None
     if dwc.cpu_depthwise(p, x.shape):
         dwc.forward(state, x, w, y, w.reshape(-1) if p.no_bias else inputs[2], not p.no_bias,
-                    geom)
+                    geom, ep, mode)
         return
     if _use_winograd(p, x.shape, y.shape, (x, w)):
-        wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2])
+        wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2],
+                   ep, mode)
         return
     nt = cp.split_threads(x5[0])
     nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype, nt)
@@ -334,10 +380,10 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     args = (x.reshape(-1), x5, w.reshape(G, F // G, -1), y.reshape(y.shape[0], F, -1),
             False, b, not p.no_bias, colbuf, tmpbuf, nb, geom)
     if nt == 1:
-        ic.conv_forward(*args)
+        ic.forward_range(*args, 0, x5[0], ep, mode)
         return
     with numba_blas_single_thread():
-        cp.conv_forward_par(*args, nt)
+        cp.conv_forward_par(*args, nt, ep, mode)
 
 
 @f16_safe
