@@ -184,7 +184,10 @@ class NDArray(NDArrayMixin, DeviceMixin):
         """Overwrite every element from a host array (broadcast allowed)."""
         if self._ctx.device_type == 'gpu':
             full_ = np.broadcast_to(np.asarray(host, dtype=self._data.dtype), self.shape)
-            self._data.copy_to_device(np.ascontiguousarray(full_))
+            # flat on both sides: numba's CUDA simulator drops unit axes from a host
+            # array but not from its own, and refused (4, 4, 1, 1) into (4, 4, 1, 1)
+            n = self._data.size
+            self._data.reshape(n).copy_to_device(np.ascontiguousarray(full_).reshape(n))
         else:
             self._data[...] = host
 

@@ -97,3 +97,17 @@ def test_which_contexts_share_memory():
     a = ff.nd.zeros((2,))
     assert a._usable_on(ff.cpu(2)) and not a._usable_on(ff.gpu(0))
     assert a._is_contiguous()
+
+
+@pytest.mark.parametrize('kind', CTXS)
+@pytest.mark.parametrize('shape', [(4, 4, 1, 1), (1,), (1, 1), (3, 1, 2), (1, 5), (0, 3)])
+def test_copy_and_assign_with_unit_axes(kind, shape):
+    # a 1x1 convolution's weight (F, C, 1, 1): the CUDA simulator once refused this copy
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    a = ff.nd.zeros(shape, ctx=_ctx(kind))
+    a[:] = ff.nd.array(x)
+    np.testing.assert_array_equal(a.asnumpy(), x)
+    a._copy_from(x + 1)
+    np.testing.assert_array_equal(a.asnumpy(), x + 1)
+    a[:] = 2.5
+    np.testing.assert_array_equal(a.asnumpy(), np.full(shape, 2.5, np.float32))
