@@ -62,6 +62,7 @@ _AB2, _BA2 = _A * _B2, _B * _A2
 _CA = 1.0 / (2.0 * _A2 * (_A2 - _B2))          # 1 / M_{+-a}(+-a)
 _CB = 1.0 / (2.0 * _B2 * (_B2 - _A2))          # 1 / M_{+-b}(+-b)
 _C0 = 1.0 / _A2B2                              # 1 / M_0(0)
+_F = np.float64                                # the transforms compute in float64
 
 
 # ---------------------------------------------------------------- 1-D transforms
@@ -80,7 +81,7 @@ def _b(v0, v1, v2, v3, v4, v5):
     """``B v``: :func:`_bt` transposed."""
     da, db, sa, sb = v1 - v2, v3 - v4, v1 + v2, v3 + v4
     return (_A2B2 * v0, _A2B2 * v5 - _AB2 * da - _BA2 * db, -_S2 * v0 - _B2 * sa - _A2 * sb,
-            _A * da + _B * db - _S2 * v5, v0 + sa + sb, v5)
+            _A * da + _B * db - _S2 * v5, _F(v0 + sa + sb), _F(v5))
 
 
 @njit(**JIT)
@@ -88,7 +89,7 @@ def _g(g0, g1, g2):
     """``G g`` for one column of three filter taps: six values."""
     pa, qa = _CA * (g0 + _A2 * g2), _CA * _A * g1
     pb, qb = _CB * (g0 + _B2 * g2), _CB * _B * g1
-    return _C0 * g0, pa + qa, pa - qa, pb + qb, pb - qb, g2
+    return _C0 * g0, pa + qa, pa - qa, pb + qb, pb - qb, _F(g2)
 
 
 @njit(**JIT)
@@ -103,7 +104,7 @@ def _gt(u0, u1, u2, u3, u4, u5):
 def _at(m0, m1, m2, m3, m4, m5):
     """``A^T m`` for one column of six transform values: four outputs."""
     sa, sb, da, db = m1 + m2, m3 + m4, m1 - m2, m3 - m4
-    return (m0 + sa + sb, _A * da + _B * db, _A2 * sa + _B2 * sb,
+    return (_F(m0 + sa + sb), _A * da + _B * db, _A2 * sa + _B2 * sb,
             _A * _A2 * da + _B * _B2 * db + m5)
 
 
@@ -112,7 +113,7 @@ def _a(y0, y1, y2, y3):
     """``A y``: :func:`_at` transposed (six values)."""
     ea, oa = y0 + _A2 * y2, _A * y1 + _A * _A2 * y3
     eb, ob = y0 + _B2 * y2, _B * y1 + _B * _B2 * y3
-    return y0, ea + oa, ea - oa, eb + ob, eb - ob, y3
+    return _F(y0), ea + oa, ea - oa, eb + ob, eb - ob, _F(y3)
 
 
 # ---------------------------------------------------------------- filter transform
@@ -280,25 +281,60 @@ def _row4(gp, d, nw, ok):
             gp[ud + 2] if nw > 2 else z, gp[ud + 3] if nw > 3 else z)
 
 
-def faster(xshape, yshape):
-    """The measured rule: whether F(4x4, 3x3) beats F(2x2, 3x3) on a layer Winograd takes.
+#: Most input channels for which F(4x4, 3x3)'s forward error stayed within 4x im2col's.
+MAX_CHANNELS = 128
+#: Smallest output height and width: below 16x16 F(4x4, 3x3) was not faster than F(2x2, 3x3).
+MIN_OUT = 16
+
+
+def faster(xshape, yshape, backward=False):
+    """The measured rule: whether F(4x4, 3x3) runs rather than F(2x2, 3x3) on a Winograd layer.
+
+    Forward only, on layers of at most :data:`MAX_CHANNELS` input channels
+    with an output of at least :data:`MIN_OUT` x :data:`MIN_OUT`; the
+    backward always runs F(2x2, 3x3). Measured with
+    ``benchmarks/conv_winograd.py`` (float32, batch 8 for the errors, batch
+    32 and one thread for the times, loaded machine so +-15%) on the 3x3
+    layers of VGG-11 and ResNet-18 at 32x32. Max relative error against
+    float64 (output | data gradient | weight gradient), F(4x4, 3x3) / im2col:
+
+    ==================  ===============  ===============  ===============
+    layer               output           data gradient    weight gradient
+    ==================  ===============  ===============  ===============
+    64->64 @32          1.5e-6 / 5.6e-7  1.4e-6 / 2.1e-7  2.3e-6 / 4.1e-7
+    64->128 @16         1.9e-6 / 5.3e-7  1.8e-6 / 3.3e-7  1.8e-6 / 4.6e-7
+    128->128 @16        2.3e-6 / 6.8e-7  1.9e-6 / 2.6e-7  2.1e-6 / 3.7e-7
+    128->256 @8         2.6e-6 / 6.8e-7  2.1e-6 / 3.6e-7  9.8e-7 / 5.3e-7
+    256->256 @8         3.7e-6 / 5.8e-7  2.2e-6 / 3.2e-7  1.0e-6 / 5.6e-7
+    512->512 @4         3.5e-6 / 4.9e-7  3.1e-6 / 3.5e-7  7.2e-7 / 6.6e-7
+    ==================  ===============  ===============  ===============
+
+    (F(2x2, 3x3): 3-9e-7 throughout.) So the output stays within 4x of
+    im2col's error up to 128 channels (2.7-3.8x), beyond it 5.5-7x; the data
+    gradient is 5.5-9x everywhere, hence no F(4x4, 3x3) backward. Times (ms,
+    F(2x2, 3x3) -> F(4x4, 3x3) forward): 64->64 @32 21.4 -> 17.2, 64->128 @16
+    17.7 -> 16.5, 128->128 @16 15.6 -> 12.6; 128->256 @8 14.2 -> 16.2 and every
+    4x4 layer slower (one tile per sample pads 4 outputs to 16).
 
     Parameters
     ----------
     xshape : tuple of int ``(N, C, H, W)``
     yshape : tuple of int ``(N, F, OH, OW)``
+    backward : bool
     """
-    return min(yshape[2], yshape[3]) >= 8
+    return (not backward and xshape[1] <= MAX_CHANNELS
+            and min(yshape[2], yshape[3]) >= MIN_OUT)
 
 
-def tile(xshape, yshape):
+def tile(xshape, yshape, backward=False):
     """The Winograd output tile (2 or 4) of a layer :mod:`._winograd` takes.
 
     ``FFNUMBA_CONV_WINOGRAD`` (read per call): ``2`` runs F(2x2, 3x3) only,
-    ``4`` F(4x4, 3x3) on every such layer, unset or ``1`` the rule
-    :func:`faster` (``0``, Winograd off, is read by :func:`._winograd.enabled`).
+    ``4`` F(4x4, 3x3) on every such layer (forward and backward), unset or
+    ``1`` the rule :func:`faster` (``0``, Winograd off, is read by
+    :func:`._winograd.enabled`).
     """
     env = os.environ.get('FFNUMBA_CONV_WINOGRAD', '1').strip()
     if env in ('2', '4'):
         return int(env)
-    return 4 if faster(xshape, yshape) else 2
+    return 4 if faster(xshape, yshape, backward) else 2

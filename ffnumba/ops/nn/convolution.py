@@ -33,10 +33,11 @@ im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
 directly (no im2col); depthwise convolutions run direct kernels
 (``_depthwise``); 2-D 3x3 kernels with stride 1, dilate 1, one group, at
 least 16 input channels and an output of at least 4x4 run Winograd's
-F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016) unless an input holds an
-inf or NaN (those run im2col); the environment variable
-``FFNUMBA_CONV_WINOGRAD=0`` turns it off. With more than one numba thread the batch is split over
-threads, each on one BLAS thread (``_conv_par``). float16 is computed in
+F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), forwards of at most 128
+input channels and outputs of at least 16x16 F(4x4, 3x3) (``_winograd4``),
+unless an input holds an inf or NaN (those run im2col); the environment
+variable ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile)
+overrides. With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
 float32 and cast at the edges. GPU: im2col + the tiled shared-memory GEMM
 (``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use direct
 one-thread-per-element kernels (``_conv_cuda``).
@@ -298,13 +299,14 @@ def empty_backward(p, out_grads, in_grads, req):
         assign(in_grads[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))), req[2])
 
 
-def _use_winograd(p, xshape, yshape, arrays):
+def _use_winograd(p, xshape, yshape, arrays, backward=False):
     """The Winograd output tile the CPU kernels run: 0 (im2col), 2 or 4.
 
     Only 2-D 3x3 kernels with stride 1, dilate 1 and one group qualify
     (:func:`_winograd.eligible`), and only where F(2x2, 3x3) measured faster
     than im2col (:func:`_winograd.faster`); there :func:`_winograd4.tile`
-    picks F(4x4, 3x3) (4) or F(2x2, 3x3) (2). ``FFNUMBA_CONV_WINOGRAD=0``
+    picks F(4x4, 3x3) (4) or F(2x2, 3x3) (2) for the forward or the
+    ``backward``. ``FFNUMBA_CONV_WINOGRAD=0``
     turns Winograd off. ``arrays`` (data, weight and, backward, the head
     gradient) holding an inf or NaN run im2col, whose results they match
     (:func:`_winograd.all_finite`).
@@ -312,7 +314,7 @@ def _use_winograd(p, xshape, yshape, arrays):
     kernel, stride, pad, dilate = spatial_params(p)
     if (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
             and wg.faster(xshape, yshape) and wg.all_finite(*arrays)):
-        return w4.tile(xshape, yshape)
+        return w4.tile(xshape, yshape, backward)
     return 0
 
 
@@ -369,7 +371,7 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
         dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
                      mode_dx, mode_dw, geom)
         return
-    m = _use_winograd(p, x.shape, dy.shape, (x, w, dy))
+    m = _use_winograd(p, x.shape, dy.shape, (x, w, dy), True)
     if m:
         wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
                     in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2], m)
