@@ -309,12 +309,27 @@ def faster(xshape, yshape, backward=False):
     512->512 @4         3.5e-6 / 4.9e-7  3.1e-6 / 3.5e-7  7.2e-7 / 6.6e-7
     ==================  ===============  ===============  ===============
 
-    (F(2x2, 3x3): 3-9e-7 throughout.) So the output stays within 4x of
-    im2col's error up to 128 channels (2.7-3.8x), beyond it 5.5-7x; the data
-    gradient is 5.5-9x everywhere, hence no F(4x4, 3x3) backward. Times (ms,
-    F(2x2, 3x3) -> F(4x4, 3x3) forward): 64->64 @32 21.4 -> 17.2, 64->128 @16
-    17.7 -> 16.5, 128->128 @16 15.6 -> 12.6; 128->256 @8 14.2 -> 16.2 and every
-    4x4 layer slower (one tile per sample pads 4 outputs to 16).
+    (F(2x2, 3x3): 2-9e-7 throughout.) So the output stays within 4x of
+    im2col's error up to 128 input channels (2.7-3.8x), beyond it 5.5-7x;
+    the data gradient is 5.5-9x everywhere, hence no F(4x4, 3x3) backward.
+    Times (``--cpu-time``, best of 5 x 3, ms), F(2x2, 3x3) -> F(4x4, 3x3):
+
+    ==================  ====================  ====================
+    layer               forward               backward
+    ==================  ====================  ====================
+    64->64 @32          21.0 -> 16.9 (1.25x)  40.7 -> 31.8 (1.28x)
+    64->128 @16          8.8 ->  7.4 (1.20x)  16.1 -> 12.2 (1.32x)
+    128->128 @16        14.3 -> 12.0 (1.19x)  28.1 -> 21.5 (1.30x)
+    128->256 @8          7.4 ->  7.2 (1.03x)  14.0 -> 11.3 (1.24x)
+    256->256 @8         13.1 -> 12.7 (1.04x)  24.7 -> 22.9 (1.08x)
+    512->512 @4         15.3 -> 20.1 (0.76x)  29.3 -> 41.3 (0.71x)
+    ==================  ====================  ====================
+
+    F(4x4, 3x3) is faster from 8x8 outputs up (at 4x4, one tile per sample,
+    the 36 GEMMs are narrow and the per-call filter transform of ``36 F C``
+    values outweighs the multiplies saved); its forward pays off from 16x16. The
+    backward's 1.1-1.3x would need a data-gradient error within 4x of
+    im2col's, which no point set tried reached (``0, +-3/2, +-3/4`` was best).
 
     Parameters
     ----------
