@@ -22,11 +22,7 @@ flops than im2col); the transforms are additions only (and halves in ``G``).
 F(2x2, 3x3) keeps the float32 error of im2col (its transforms have entries
 0, +-1, +-1/2; measured on 64-512 channel layers: max relative error
 2-7e-7 against float64 for the output and both gradients, im2col 2-6e-7).
-F(4x4, 3x3) would save more multiplies (2.25 per output instead of 4) but
-its interpolation points 0, +-1, +-2 give larger transform coefficients and
-a larger float32 error (Lavin & Gray, section 5; Barabasz et al., "Error
-analysis and improving the accuracy of Winograd convolution", 2020); it is
-not built here.
+The drivers here also run F(4x4, 3x3) (tile ``m = 4``, 36 positions, :mod:`._winograd4`).
 
 Non-finite values: ``inf - inf`` in the transforms turns an inf im2col passes
 through into NaN, and ``G^T dU G`` spreads one NaN over all nine taps of a weight
@@ -40,18 +36,18 @@ Everything is linear, so the gradients are the transposed stages::
     dX += B dV B^T, scattered-added over overlapping tiles
     dW = G^T dU G
 
-Layout: a chunk of ``nb`` samples gives ``L = nb * TH * TW`` tiles
-(``TH = ceil(OH / 2)``, ``TW = ceil(OW / 2)``); ``V`` is the flat
-``(16, C, L)`` and ``M`` the flat ``(16, F, L)`` scratch, consecutive
-positions :func:`stride` elements apart (never a power of two: 16 streams a
-power of two apart share cache sets, which made the transforms 3-4x slower). Each input plane is
-first copied into a zero-bordered plane of ``(2 TH + 2) x (2 TW + 2)``
-elements (its borders written once per call), so tile reads need no bounds
-checks. The kernels are ``nogil`` and allocation-free; the drivers run on a
-range of samples so :mod:`._conv_par`'s thread split applies unchanged.
+Layout (tile ``m``, ``a2 = (m + 2)^2`` positions): a chunk of ``nb`` samples
+gives ``L = nb * TH * TW`` tiles (``TH = ceil(OH / m)``); ``V`` is the flat
+``(a2, C, L)`` and ``M`` the flat ``(a2, F, L)`` scratch, positions
+:func:`stride` elements apart (never a power of two: streams a power of two
+apart share cache sets, which made the transforms 3-4x slower). Each input
+plane is first copied into a zero-bordered ``(m TH + 2) x (m TW + 2)`` plane
+(borders written once per call), so tile reads need no bounds checks. The
+kernels are ``nogil`` and allocation-free; the drivers run on a range of
+samples so :mod:`._conv_par`'s thread split applies unchanged.
 
-Source: A. Lavin, S. Gray, "Fast Algorithms for Convolutional Neural
-Networks", CVPR 2016 (arXiv:1509.09308), section 4 and eqs. (7)-(8).
+Source: A. Lavin, S. Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016
+(arXiv:1509.09308), section 4 and eqs. (7)-(8). Inference fusion: the epilogue of :mod:`._conv_epilogue`.
 """
 import os
 
@@ -63,6 +59,7 @@ from ..templates import JIT
 from .._gemm import gemm
 from . import _im2col as ic
 from ._conv_epilogue import apply_block, expand
+from . import _winograd4 as w4
 from ._conv_par import run_split, split_threads
 
 __all__ = ['tiles', 'chunk_size', 'filter_transform', 'filter_transform_t', 'forward_range',
@@ -77,14 +74,14 @@ V_CHUNK_ELEMS = 1 << 19
 MIN_TILES = 256
 
 
-def tiles(oh, ow):
-    """``(TH, TW)``: 2x2 output tiles per column and row of an ``oh x ow`` output."""
-    return (oh + 1) // 2, (ow + 1) // 2
+def tiles(oh, ow, m=2):
+    """``(TH, TW)``: ``m x m`` output tiles per column and row of an ``oh x ow`` output."""
+    return -(-oh // m), -(-ow // m)
 
 
-def chunk_size(n, c, f, t):
-    """Samples per chunk: ``V`` near :data:`V_CHUNK_ELEMS`, at least :data:`MIN_TILES` tiles."""
-    per = 16 * max(c, f) * max(1, t)
+def chunk_size(n, c, f, t, a2=16):
+    """Samples per chunk: ``V`` (``a2`` positions) near :data:`V_CHUNK_ELEMS`, at least :data:`MIN_TILES` tiles."""
+    per = a2 * max(c, f) * max(1, t)
     nb = max(V_CHUNK_ELEMS // per, -(-MIN_TILES // max(1, t)))
     return int(max(1, min(n, nb)))
 
@@ -94,7 +91,7 @@ def stride(n):
     """Elements between consecutive transform positions of an ``n``-element matrix.
 
     ``n`` rounded up to 16 elements, plus 16 when that is a multiple of 1024:
-    the 16 position streams a transform reads or writes then never sit a
+    the 16 (36) position streams a transform reads or writes then never sit a
     power of two apart (which would map them onto the same cache sets).
     """
     s = (n + 15) // 16 * 16
@@ -190,51 +187,33 @@ def _load_plane(xf, src, H, W, ph, pw, padf, row):
 
 
 @njit(**JIT)
+def _bt4(d0, d1, d2, d3):
+    """``B^T d`` for one column of four values."""
+    return d0 - d2, d1 + d2, d2 - d1, d1 - d3
+
+
+@njit(**JIT)
+def _col4(p, o, row):
+    """``B^T`` of the four entries ``p[o + k*row]``: one column of a 4x4 tile."""
+    return _bt4(p[o], p[o + row], p[o + 2 * row], p[o + 3 * row])
+
+
+@njit(**JIT)
 def _input_tf(padf, row, TH, TW, v, base, CL):
     """``v[e*CL + base + i*TW + j] = (B^T d B)[e]`` for the tiles ``d`` of one padded plane."""
-    ucl = np.uint64(CL)
+    ucl, ur = np.uint64(CL), np.uint64(row)
     for i in range(TH):
         r0 = np.uint64(2 * i * row)
-        r1 = r0 + np.uint64(row)
-        r2 = r1 + np.uint64(row)
-        r3 = r2 + np.uint64(row)
         q = np.uint64(base + i * TW)
         for j in range(np.uint64(TW)):
-            k = np.uint64(2) * j
-            # t = B^T d (rows), then t B (columns)
-            t00 = padf[r0 + k] - padf[r2 + k]
-            t01 = padf[r0 + k + 1] - padf[r2 + k + 1]
-            t02 = padf[r0 + k + 2] - padf[r2 + k + 2]
-            t03 = padf[r0 + k + 3] - padf[r2 + k + 3]
-            t10 = padf[r1 + k] + padf[r2 + k]
-            t11 = padf[r1 + k + 1] + padf[r2 + k + 1]
-            t12 = padf[r1 + k + 2] + padf[r2 + k + 2]
-            t13 = padf[r1 + k + 3] + padf[r2 + k + 3]
-            t20 = padf[r2 + k] - padf[r1 + k]
-            t21 = padf[r2 + k + 1] - padf[r1 + k + 1]
-            t22 = padf[r2 + k + 2] - padf[r1 + k + 2]
-            t23 = padf[r2 + k + 3] - padf[r1 + k + 3]
-            t30 = padf[r1 + k] - padf[r3 + k]
-            t31 = padf[r1 + k + 1] - padf[r3 + k + 1]
-            t32 = padf[r1 + k + 2] - padf[r3 + k + 2]
-            t33 = padf[r1 + k + 3] - padf[r3 + k + 3]
+            k = r0 + np.uint64(2) * j
+            c0, c1 = _col4(padf, k, ur), _col4(padf, k + 1, ur)
+            c2, c3 = _col4(padf, k + 2, ur), _col4(padf, k + 3, ur)
             o = q + j
-            v[o] = t00 - t02
-            v[o + ucl] = t01 + t02
-            v[o + 2 * ucl] = t02 - t01
-            v[o + 3 * ucl] = t01 - t03
-            v[o + 4 * ucl] = t10 - t12
-            v[o + 5 * ucl] = t11 + t12
-            v[o + 6 * ucl] = t12 - t11
-            v[o + 7 * ucl] = t11 - t13
-            v[o + 8 * ucl] = t20 - t22
-            v[o + 9 * ucl] = t21 + t22
-            v[o + 10 * ucl] = t22 - t21
-            v[o + 11 * ucl] = t21 - t23
-            v[o + 12 * ucl] = t30 - t32
-            v[o + 13 * ucl] = t31 + t32
-            v[o + 14 * ucl] = t32 - t31
-            v[o + 15 * ucl] = t31 - t33
+            for r in range(4):       # row r of B^T d, times B
+                t = _bt4(c0[r], c1[r], c2[r], c3[r])
+                for s in range(4):
+                    v[o + np.uint64(4 * r + s) * ucl] = t[s]
 
 
 @njit(**JIT)
@@ -343,6 +322,14 @@ def _output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
 # ---------------------------------------------------------------- drivers
 
 @njit(**JIT)
+def _tf_in(m, padf, row, TH, TW, v, base, CL):    # the input transform of tile m
+    if m == 4:
+        w4.input_tf(padf, row, TH, TW, v, base, CL)
+    else:
+        _input_tf(padf, row, TH, TW, v, base, CL)
+
+
+@njit(**JIT)
 def _mat(buf, e, st, rows, cols):
     """The ``(rows, cols)`` matrix of transform position ``e`` in a flat buffer of stride ``st``."""
     return buf[e * st:e * st + rows * cols].reshape((rows, cols))
@@ -350,22 +337,22 @@ def _mat(buf, e, st, rows, cols):
 
 @njit(**JIT)
 def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax, ph, pw,
-                  nlo, nhi, ep, ep_mode):
-    """``y = conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(2x2, 3x3), each output
-    sample followed by the epilogue ``ep_mode`` (:mod:`._conv_epilogue`; 0 none).
+                  nlo, nhi, m, ep, ep_mode):
+    """``y = conv3x3(x, w) (+ bias)`` on samples ``nlo..nhi``, by F(m x m, 3x3) (``m`` 2 or 4),
+    each output sample followed by the epilogue ``ep_mode`` (:mod:`._conv_epilogue`; 0 none).
 
     ``xf``: flat ``(N, C, H, W)`` (``dims``); ``uf`` / ``us``: ``U`` from
     :func:`filter_transform`; ``y``: ``(N, F, OH, OW)``; ``vbuf`` / ``mbuf``
-    / ``padbuf``: flat scratch of at least ``16*stride(C*nbmax*T)`` /
-    ``16*stride(F*nbmax*T)`` / ``(2TH+2)*(2TW+2)`` elements.
+    / ``padbuf``: flat scratch of at least ``a2*stride(C*nbmax*T)`` /
+    ``a2*stride(F*nbmax*T)`` / ``(m TH+2)*(m TW+2)`` elements (``a2 = (m+2)^2``).
     """
     C, H, W = dims[1], dims[2], dims[3]
     F = y.shape[1]
     OH, OW = y.shape[2], y.shape[3]
-    TH, TW = (OH + 1) // 2, (OW + 1) // 2
+    TH, TW = (OH + m - 1) // m, (OW + m - 1) // m
     T = TH * TW
-    row = 2 * TW + 2
-    padf = padbuf[:(2 * TH + 2) * row]
+    row = m * TW + 2
+    padf = padbuf[:(m * TH + 2) * row]
     padf[:] = 0
     z = y.dtype.type(0)
     rep = expand(ep, F, OH * OW) if ep_mode != 0 else ep
@@ -376,21 +363,25 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
         for b in range(nb):
             for c in range(C):
                 _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
-        for e in range(16):
+                _tf_in(m, padf, row, TH, TW, vbuf, c * L + b * T, vs)
+        for e in range((m + 2) * (m + 2)):
             gemm(1.0, _mat(uf, e, us, F, C), _mat(vbuf, e, vs, C, L), 0.0, _mat(mbuf, e, ms, F, L))
         for b in range(nb):
             yb = y[n0 + b]
             for f in range(F):
                 bv = bias[f] if has_bias else z
-                _output_tf(mbuf, f * L + b * T, ms, TH, TW, yb[f].reshape(OH * OW), OH, OW, bv)
+                yf = yb[f].reshape(OH * OW)
+                if m == 4:
+                    w4.output_tf(mbuf, f * L + b * T, ms, TH, TW, yf, OH, OW, bv)
+                else:
+                    _output_tf(mbuf, f * L + b * T, ms, TH, TW, yf, OH, OW, bv)
             if ep_mode != 0:
                 apply_block(yb.reshape(-1), 0, F, OH * OW, 0, ep, rep, ep_mode)
 
 
 @njit(**JIT)
 def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf, padbuf,
-                   partbuf, nbmax, ph, pw, nlo, nhi):
+                   partbuf, nbmax, ph, pw, nlo, nhi, m):
     """Gradients of :func:`forward_range` on samples ``nlo..nhi``.
 
     ``dxf`` (flat like ``xf``) gets ``B dV B^T`` scattered-added (written
@@ -401,10 +392,10 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
     C, H, W = dims[1], dims[2], dims[3]
     F = dy.shape[1]
     OH, OW = dy.shape[2], dy.shape[3]
-    TH, TW = (OH + 1) // 2, (OW + 1) // 2
+    TH, TW = (OH + m - 1) // m, (OW + m - 1) // m
     T = TH * TW
-    row = 2 * TW + 2
-    psz = (2 * TH + 2) * row
+    row = m * TW + 2
+    psz = (m * TH + 2) * row
     padf = padbuf[:psz]
     part = partbuf[:F * C].reshape((F, C))
     if mode_du != 0:
@@ -415,15 +406,18 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
         vs, ms = stride(C * L), stride(F * L)
         for b in range(nb):
             for f in range(F):
-                _output_tf_t(dy[n0 + b, f].reshape(OH * OW), OH, OW, TH, TW, mbuf,
-                             f * L + b * T, ms)
+                g = dy[n0 + b, f].reshape(OH * OW)
+                if m == 4:
+                    w4.output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
+                else:
+                    _output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
         if mode_du != 0:
             for b in range(nb):
                 for c in range(C):
                     _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                    _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                    _tf_in(m, padf, row, TH, TW, vbuf, c * L + b * T, vs)
             first = mode_du == 1 and n0 == nlo
-            for e in range(16):
+            for e in range((m + 2) * (m + 2)):
                 me = _mat(mbuf, e, ms, F, L)
                 ve = _mat(vbuf, e, vs, C, L)
                 de = _mat(duf, e, us, F, C)
@@ -437,13 +431,16 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
                         for c in range(np.uint64(C)):
                             dst[c] += src[c]
         if mode_dx != 0:
-            for e in range(16):
+            for e in range((m + 2) * (m + 2)):
                 gemm(1.0, _mat(uf, e, us, F, C).T, _mat(mbuf, e, ms, F, L), 0.0,
                      _mat(vbuf, e, vs, C, L))
             for b in range(nb):
                 for c in range(C):
                     padf[:] = 0
-                    _input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
+                    if m == 4:
+                        w4.input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
+                    else:
+                        _input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
                     dst = ((n0 + b) * C + c) * H * W
                     uw = np.uint64(W)
                     for h in range(H):
@@ -516,34 +513,35 @@ def faster(xshape, yshape):
     return xshape[1] >= MIN_CHANNELS and min(oh, ow) >= MIN_OUT
 
 
-def _plan(state, dims, F, OH, OW, dtype, nt):
+def _plan(state, dims, F, OH, OW, dtype, nt, m):
     N, C = dims[0], dims[1]
-    TH, TW = tiles(OH, OW)
-    T = TH * TW
-    nb = chunk_size(-(-N // nt), C, F, T)
-    vsz, msz = 16 * stride(C * nb * T), 16 * stride(F * nb * T)
-    psz = (2 * TH + 2) * (2 * TW + 2)
+    TH, TW = tiles(OH, OW, m)
+    T, a2 = TH * TW, (m + 2) * (m + 2)
+    nb = chunk_size(-(-N // nt), C, F, T, a2)
+    vsz, msz = a2 * stride(C * nb * T), a2 * stride(F * nb * T)
+    psz = (m * TH + 2) * (m * TW + 2)
     vbuf = ic.buffer(state, 'wino_v', nt * vsz, dtype)
     mbuf = ic.buffer(state, 'wino_m', nt * msz, dtype)
     pbuf = ic.buffer(state, 'wino_pad', nt * psz, dtype)
     us = stride(F * C)
-    u = ic.buffer(state, 'wino_u', 16 * us, dtype)
+    u = ic.buffer(state, 'wino_u', a2 * us, dtype)
     return nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us)
 
 
-def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
-    """``y = conv(x, w) + bias`` by F(2x2, 3x3), the batch split over threads as in :mod:`._conv_par`.
+def forward(state, x, w, bias, y, pad, m=2, ep=None, ep_mode=0):
+    """``y = conv(x, w) + bias`` by F(m x m, 3x3), the batch split over threads as in :mod:`._conv_par`.
 
     ``state``: the op's state (scratch); x ``(N, C, H, W)``; w ``(F, C, 3, 3)``; bias ``(F,)`` or
-    None; y ``(N, F, OH, OW)``, written; pad ``(int, int)``; ``ep``, ``ep_mode``: an epilogue.
+    None; y ``(N, F, OH, OW)``, written; pad ``(int, int)``; ``m``: 2 (F(2x2, 3x3)) or 4
+    (F(4x4, 3x3), :mod:`._winograd4`); ``ep``, ``ep_mode``: an epilogue.
     """
     N, C = x.shape[0], x.shape[1]
     F, OH, OW = y.shape[1], y.shape[2], y.shape[3]
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     nt = split_threads(N)
     nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us) = _plan(state, x.shape, F, OH, OW,
-                                                               x.dtype, nt)
-    filter_transform(w, u, us)
+                                                               x.dtype, nt, m)
+    (w4.filter_transform if m == 4 else filter_transform)(w, u, us)
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
@@ -552,7 +550,7 @@ def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
     def part(t):
         forward_range(xf, dims, u, us, y, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],
                       mbuf[t * msz:(t + 1) * msz], pbuf[t * psz:(t + 1) * psz], nb,
-                      pad[0], pad[1], N * t // nt, N * (t + 1) // nt, ep, ep_mode)
+                      pad[0], pad[1], N * t // nt, N * (t + 1) // nt, m, ep, ep_mode)
     if nt == 1:
         part(0)
         return
@@ -560,7 +558,7 @@ def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
         run_split(part, nt)
 
 
-def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
+def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
     """Data and weight gradients of :func:`forward` (modes 0 null, 1 write, 2 add).
 
     ``dx`` ``(N, C, H, W)`` and ``dw`` ``(F, C, 3, 3)`` are only touched
@@ -573,10 +571,11 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
     x, w, dy = np.ascontiguousarray(x), np.ascontiguousarray(w), np.ascontiguousarray(dy)
     nt = split_threads(N)
     nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us) = _plan(state, x.shape, F, OH, OW,
-                                                               x.dtype, nt)
+                                                               x.dtype, nt, m)
+    a2 = (m + 2) * (m + 2)
     if mode_dx:
-        filter_transform(w, u, us)
-    dus = ic.buffer(state, 'wino_du', nt * 16 * us, x.dtype).reshape((nt, 16 * us))
+        (w4.filter_transform if m == 4 else filter_transform)(w, u, us)
+    dus = ic.buffer(state, 'wino_du', nt * a2 * us, x.dtype).reshape((nt, a2 * us))
     parts = ic.buffer(state, 'wino_part', nt * F * C, x.dtype)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
     dxf = dx.reshape(-1) if mode_dx else vbuf[:1]
@@ -586,7 +585,7 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
         backward_range(xf, dims, u, us, dy, dxf, dus[t], mode_dx, mode_du,
                        vbuf[t * vsz:(t + 1) * vsz], mbuf[t * msz:(t + 1) * msz],
                        pbuf[t * psz:(t + 1) * psz], parts[t * F * C:(t + 1) * F * C], nb,
-                       pad[0], pad[1], N * t // nt, N * (t + 1) // nt)
+                       pad[0], pad[1], N * t // nt, N * (t + 1) // nt, m)
     if nt == 1:
         part(0)
     else:
@@ -595,7 +594,7 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
     if mode_dw:
         du = dus[0]
         if nt > 1:      # the (F, C) matrices only: the stride's padding is never written
-            rows = dus.reshape((nt, 16, us))[:, :, :F * C]
+            rows = dus.reshape((nt, a2, us))[:, :, :F * C]
             for t in range(1, nt):
                 rows[0] += rows[t]
-        filter_transform_t(du, us, dw, mode_dw == 2)
+        (w4.filter_transform_t if m == 4 else filter_transform_t)(du, us, dw, mode_dw == 2)

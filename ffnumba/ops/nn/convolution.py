@@ -33,10 +33,11 @@ im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
 directly (no im2col); depthwise convolutions run direct kernels
 (``_depthwise``); 2-D 3x3 kernels with stride 1, dilate 1, one group, at
 least 16 input channels and an output of at least 4x4 run Winograd's
-F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016) unless an input holds an
-inf or NaN (those run im2col); the environment variable
-``FFNUMBA_CONV_WINOGRAD=0`` turns it off. With more than one numba thread the batch is split over
-threads, each on one BLAS thread (``_conv_par``). float16 is computed in
+F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), forwards of at most 128
+input channels and outputs of at least 16x16 F(4x4, 3x3) (``_winograd4``),
+unless an input holds an inf or NaN (those run im2col); the environment
+variable ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile)
+overrides. With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
 float32 and cast at the edges. An inference executor may run a
 Convolution with the BatchNorm and relu after it as one call
 (:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled shared-memory GEMM
@@ -59,6 +60,7 @@ from ...blas_threads import numba_blas_single_thread
 from . import _depthwise as dwc
 from . import _im2col as ic
 from . import _winograd as wg
+from . import _winograd4 as w4
 
 __all__ = ['ConvolutionParam', 'conv_output_size', 'check_spatial', 'fused_forward_cpu']
 
@@ -300,19 +302,23 @@ def empty_backward(p, out_grads, in_grads, req):
         assign(in_grads[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))), req[2])
 
 
-def _use_winograd(p, xshape, yshape, arrays):
-    """Whether the CPU kernels run Winograd F(2x2, 3x3) (``_winograd``) rather than im2col.
+def _use_winograd(p, xshape, yshape, arrays, backward=False):
+    """The Winograd output tile the CPU kernels run: 0 (im2col), 2 or 4.
 
     Only 2-D 3x3 kernels with stride 1, dilate 1 and one group qualify
-    (:func:`_winograd.eligible`), and only where it measured faster than
-    im2col: see :func:`_winograd.faster`. ``FFNUMBA_CONV_WINOGRAD=0``
-    turns the path off. ``arrays`` (data, weight and, backward, the head
+    (:func:`_winograd.eligible`), and only where F(2x2, 3x3) measured faster
+    than im2col (:func:`_winograd.faster`); there :func:`_winograd4.tile`
+    picks F(4x4, 3x3) (4) or F(2x2, 3x3) (2) for the forward or the
+    ``backward``. ``FFNUMBA_CONV_WINOGRAD=0``
+    turns Winograd off. ``arrays`` (data, weight and, backward, the head
     gradient) holding an inf or NaN run im2col, whose results they match
     (:func:`_winograd.all_finite`).
     """
     kernel, stride, pad, dilate = spatial_params(p)
-    return (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
-            and wg.faster(xshape, yshape) and wg.all_finite(*arrays))
+    if (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
+            and wg.faster(xshape, yshape) and wg.all_finite(*arrays)):
+        return w4.tile(xshape, yshape, backward)
+    return 0
 
 
 @f16_safe
@@ -370,8 +376,9 @@ def _conv_cpu(ctx, p, inputs, y, ep, mode):
         dwc.forward(state, x, w, y, w.reshape(-1) if p.no_bias else inputs[2], not p.no_bias,
                     geom, ep, mode)
         return
-    if _use_winograd(p, x.shape, y.shape, (x, w)):
-        wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2],
+    m = _use_winograd(p, x.shape, y.shape, (x, w))
+    if m:
+        wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2], m,
                    ep, mode)
         return
     nt = cp.split_threads(x5[0])
@@ -402,7 +409,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
     """Data and weight gradients (modes 0 skip, 1 write, 2 add) by the layer's CPU path.
 
-    Depthwise kernels, Winograd F(2x2, 3x3) or im2col, chosen as in the forward.
+    Depthwise kernels, Winograd F(2x2, 3x3) or F(4x4, 3x3), or im2col, chosen as in the forward.
     """
     G, F = p.num_group, p.num_filter
     geom = _geom(p, x, dy)
@@ -410,9 +417,10 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
         dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
                      mode_dx, mode_dw, geom)
         return
-    if _use_winograd(p, x.shape, dy.shape, (x, w, dy)):
+    m = _use_winograd(p, x.shape, dy.shape, (x, w, dy), True)
+    if m:
         wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
-                    in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2])
+                    in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2], m)
         return
     x5 = ic.as5d(x.shape)
     nt = cp.split_threads(x5[0])

@@ -137,15 +137,19 @@ class TestConvolutionWinograd(OpCase):
                 assert spy.calls == ['f', 'b'], (p, s, spy.calls)
 
 
-def test_env_var_turns_winograd_off(monkeypatch):
-    """FFNUMBA_CONV_WINOGRAD=0 runs im2col (same numbers); unset or 1 runs Winograd."""
-    spy = _Spy(monkeypatch, force=False)
+def env_case():
+    """A small layer the rule sends to Winograd: ``(params, [data, weight, bias], head, zeros)``."""
     p = dict(kernel=(3, 3), num_filter=4, pad=(1, 1))
     rng = np.random.default_rng(3)
     vals = [rng.uniform(-1, 1, (2, 16, 6, 6)), rng.uniform(-1, 1, (4, 16, 3, 3)),
             rng.uniform(-1, 1, 4)]
-    head = rng.uniform(-1, 1, (2, 4, 6, 6))
-    init = [np.zeros_like(v) for v in vals]
+    return p, vals, rng.uniform(-1, 1, (2, 4, 6, 6)), [np.zeros_like(v) for v in vals]
+
+
+def test_env_var_turns_winograd_off(monkeypatch):
+    """FFNUMBA_CONV_WINOGRAD=0 runs im2col (same numbers); unset or 1 runs Winograd."""
+    spy = _Spy(monkeypatch, force=False)
+    p, vals, head, init = env_case()
     monkeypatch.delenv('FFNUMBA_CONV_WINOGRAD', raising=False)
     on = _run(p, vals, head, ['write'] * 3, init, 'float64')
     assert spy.calls == ['f', 'b']
@@ -179,7 +183,7 @@ def test_float32_error_like_im2col():
     errs = {}
     for path in ('winograd', 'im2col'):
         old = os.environ.get('FFNUMBA_CONV_WINOGRAD')
-        os.environ['FFNUMBA_CONV_WINOGRAD'] = '1' if path == 'winograd' else '0'
+        os.environ['FFNUMBA_CONV_WINOGRAD'] = '2' if path == 'winograd' else '0'
         try:
             y, _ = _run(dict(kernel=(3, 3), num_filter=32, pad=(1, 1), no_bias=True),
                         [x, w], np.zeros(y64.shape), ['null', 'null'], [x, w], 'float32')
