@@ -115,6 +115,8 @@ def test_single_thread_section_holds_registered_libraries(monkeypatch):
         calls.append(n)
         state['n'] = n
     monkeypatch.setattr(blas_threads, '_REGISTERED', [(lambda: state['n'], put)])
+    # no thread cap from an earlier test in this process (a cap would lower the restored count)
+    monkeypatch.setattr(blas_threads, '_BLAS_LIMITED', {'threads': None, 'shared': False})
     with blas_threads.numba_blas_single_thread():
         assert state['n'] == 1
     assert state['n'] == 4 and calls == [1, 4]
