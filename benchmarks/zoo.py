@@ -6,6 +6,7 @@
     python benchmarks/zoo.py --torch /path/to/torch-venv/bin/python    # and/or PyTorch CPU
     python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time, train + infer
     python benchmarks/zoo.py --baseline /tmp/old-checkout --rounds 3   # before/after, best of 3
+    python benchmarks/zoo.py --variant openblas:FFNUMBA_GEMM=openblas  # a switch, same run
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
 graph) is measured in its own child process per (framework, net, batch, threads), and
@@ -123,8 +124,9 @@ def worker(args):
     print(json.dumps(result))
 
 
-def run_one(python, framework, net, batch, threads, args, ref=False, script=None):
+def run_one(python, framework, net, batch, threads, args, ref=False, script=None, extra=None):
     env = dict(os.environ)
+    env.update(extra or {})
     for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS',
                 'NUMBA_NUM_THREADS', 'FFNUMBA_BLAS_THREADS'):
         env[var] = str(threads)
@@ -157,6 +159,9 @@ def main():
                    help='MXNet with MXNET_MKLDNN_ENABLED=0 (its reference kernels)')
     p.add_argument('--baseline', help='another ffnumba checkout (e.g. a git worktree of an older '
                                       'commit) to run interleaved; prints new/baseline ratios')
+    p.add_argument('--variant', action='append', default=[], metavar='NAME:VAR=VALUE[,VAR=VALUE]',
+                   help='this checkout again with environment overrides, interleaved and printed '
+                        'as NAME (e.g. openblas:FFNUMBA_GEMM=openblas); repeatable')
     p.add_argument('--rounds', type=int, default=1,
                    help='repeat every configuration this often (interleaved); keep the best')
     p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
@@ -175,14 +180,23 @@ def main():
     unknown = [n for n in nets if n not in NETS]
     if unknown:
         p.error('unknown nets %s; choose from %s' % (unknown, ', '.join(NETS)))
-    frameworks = [('ffnumba', sys.executable, None)]
+    frameworks = [('ffnumba', sys.executable, None, None)]
+    variants = []
+    for spec in args.variant:
+        name, _, assigns = spec.partition(':')
+        pairs = [a.split('=', 1) for a in assigns.split(',') if a]
+        if not name or not pairs or any(len(a) != 2 for a in pairs):
+            p.error('--variant wants NAME:VAR=VALUE[,VAR=VALUE], got %r' % spec)
+        variants.append(name)
+        frameworks.append((name, sys.executable, None, dict(pairs)))
     if args.baseline:
         frameworks.append(('base', sys.executable,
-                           os.path.join(os.path.abspath(args.baseline), 'benchmarks', 'zoo.py')))
+                           os.path.join(os.path.abspath(args.baseline), 'benchmarks', 'zoo.py'),
+                           None))
     if args.mxnet:
-        frameworks.append(('mxnet', args.mxnet, None))
+        frameworks.append(('mxnet', args.mxnet, None, None))
     if args.torch:
-        frameworks.append(('torch', args.torch, None))
+        frameworks.append(('torch', args.torch, None, None))
     width = 10 + 19 * (len(frameworks) - 1)
     print('%-16s %5s %3s | %-*s | %-*s' % ('net', 'batch', 'thr', width, 'train samples/s',
                                            width, 'infer samples/s'))
@@ -193,9 +207,10 @@ def main():
             for threads in (int(t) for t in args.threads.split(',')):
                 res = {}
                 for _ in range(args.rounds):
-                    for fw, py, script in frameworks:
-                        one = run_one(py, 'ffnumba' if fw == 'base' else fw, net, batch,
-                                      threads, args, ref=args.mxnet_ref, script=script)
+                    for fw, py, script, extra in frameworks:
+                        kind = fw if fw in ('mxnet', 'torch') else 'ffnumba'
+                        one = run_one(py, kind, net, batch, threads, args, ref=args.mxnet_ref,
+                                      script=script, extra=extra)
                         best = res.get(fw)
                         if one is not None and (best is None or one['train'] > best['train']):
                             res[fw] = one
@@ -207,7 +222,8 @@ def main():
                 cells = []
                 for mode in ('train', 'infer'):
                     cell = '%9.1f' % mine[mode]
-                    for fw, tag in (('base', 'base'), ('mxnet', 'mx'), ('torch', 'pt')):
+                    for fw, tag in ([(v, v) for v in variants] +
+                                    [('base', 'base'), ('mxnet', 'mx'), ('torch', 'pt')]):
                         other = res.get(fw)
                         if other:
                             cell += ' %s %8.1f (%.2fx)' % (tag, other[mode],
