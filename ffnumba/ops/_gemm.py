@@ -226,14 +226,14 @@ def _layout(x):
 
 
 @njit(**JIT)
-def _call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
-    if c.itemsize == 4:
-        _ext_s(ROW_MAJOR, ta, tb, m, n, k, np.float32(alpha), pa, lda, pb, ldb,
-               np.float32(beta), pc, ldc)
-    else:
-        _ext_d(ROW_MAJOR, ta, tb, m, n, k, np.float64(alpha), pa, lda, pb, ldb,
-               np.float64(beta), pc, ldc)
+def _copy2(x):
+    """A C-contiguous copy of the 2-D ``x`` (element loops: cheap to compile for any layout)."""
+    r, q = x.shape
+    t = np.empty((r, q), x.dtype)
+    for i in range(r):
+        for j in range(q):
+            t[i, j] = x[i, j]
+    return t
 
 
 @njit(**JIT)
@@ -249,33 +249,54 @@ def gemm(alpha, a, b, beta, c):
     c : 2-D array ``(m, n)``, same dtype, written in place (row- or
         column-major views are written directly; others through a temporary)
 
-    The caller checks shapes and dtypes (kernels do, before calling).
+    The caller checks shapes and dtypes (kernels do, before calling). The
+    body works on strides and pointers only (a column-major ``c`` is computed
+    as ``c^T = b^T a^T`` by swapping flags), so each caller's layout
+    combination compiles one small function: a cold start pays little for it.
     """
     m, n = c.shape
+    k = a.shape[1]
     if m == 0 or n == 0:
-        return
+        return 0
+    ta, lda = _layout(a)
+    tb, ldb = _layout(b)
     tc, ldc = _layout(c)
+    # operands with no unit stride: C-contiguous copies (never for the kernels' own views)
+    ac = _copy2(a) if ta == 0 else np.empty((0, 0), a.dtype)
+    bc = _copy2(b) if tb == 0 else np.empty((0, 0), b.dtype)
+    cc = np.empty((m if tc == 0 else 0, n), c.dtype)
+    pa = ac.ctypes.data if ta == 0 else a.ctypes.data
+    pb = bc.ctypes.data if tb == 0 else b.ctypes.data
+    pc = cc.ctypes.data if tc == 0 else c.ctypes.data
+    if ta == 0:
+        ta, lda = NO_TRANS, max(1, k)
+    if tb == 0:
+        tb, ldb = NO_TRANS, max(1, n)
+    if tc == 0:
+        if beta != 0:
+            for i in range(m):
+                for j in range(n):
+                    cc[i, j] = c[i, j]
+        tc, ldc = NO_TRANS, n
     if tc == NO_TRANS:
-        _gemm_rows(alpha, a, b, beta, c, ldc)
-    elif tc == TRANS:            # column-major c: c^T = b^T a^T
-        _gemm_rows(alpha, b.T, a.T, beta, c.T, ldc)
-    else:
-        t = np.ascontiguousarray(c) if beta != 0 else np.empty((m, n), c.dtype)
-        _gemm_rows(alpha, a, b, beta, t, max(1, n))
-        c[:, :] = t
+        _call(ta, tb, m, n, k, alpha, pa, max(1, lda), pb, max(1, ldb), beta, pc, max(1, ldc),
+              c.itemsize)
+    else:                      # column-major c: c^T = b^T a^T, row-major (n, m)
+        _call(TRANS + NO_TRANS - tb, TRANS + NO_TRANS - ta, n, m, k, alpha, pb, max(1, ldb),
+              pa, max(1, lda), beta, pc, max(1, ldc), c.itemsize)
+    if cc.shape[0] != 0:
+        for i in range(m):
+            for j in range(n):
+                c[i, j] = cc[i, j]
+    # the copies live until here, after the library call that reads them
+    return ac.size + bc.size
 
 
 @njit(**JIT)
-def _gemm_rows(alpha, a, b, beta, c, ldc):
-    """:func:`gemm` for a row-major ``c`` of leading dimension ``ldc``."""
-    m, k = a.shape
-    n = b.shape[1]
-    ta, lda = _layout(a)
-    if ta == 0:
-        a = np.ascontiguousarray(a)
-        ta, lda = NO_TRANS, max(1, k)
-    tb, ldb = _layout(b)
-    if tb == 0:
-        b = np.ascontiguousarray(b)
-        tb, ldb = NO_TRANS, max(1, n)
-    _call(ta, tb, m, n, k, alpha, a, max(1, lda), b, max(1, ldb), beta, c, ldc)
+def _call(ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, itemsize):
+    if itemsize == 4:
+        _ext_s(ROW_MAJOR, ta, tb, m, n, k, np.float32(alpha), pa, lda, pb, ldb,
+               np.float32(beta), pc, ldc)
+    else:
+        _ext_d(ROW_MAJOR, ta, tb, m, n, k, np.float64(alpha), pa, lda, pb, ldb,
+               np.float64(beta), pc, ldc)

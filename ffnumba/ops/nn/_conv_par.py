@@ -65,7 +65,6 @@ def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax
     P = y.shape[2]
     csz = CK * nbmax * P
     tsz = Fg * nbmax * P
-    ep = np.zeros((3, 2)) if ep is None else ep
 
     def part(t):
         forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf[t * csz:(t + 1) * csz],

@@ -371,7 +371,7 @@ def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode, rep):
             else:
                 for i in range(up):
                     dst[i] = src[off + i] + v
-        if ep_mode != 0:
+        if ep is not None:      # None (a plain convolution): numba prunes this branch
             apply_block(y[n0 + b].reshape(-1), f0 * P, fg, P, f0, ep, rep, ep_mode)
 
 
@@ -388,20 +388,25 @@ def conv_forward(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g)
     thread count (a compiled wrapper would compile the whole driver again).
     """
     forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, 0, dims[0],
-                  np.zeros((3, 2)), 0)
+                  None, 0)
 
 
 @njit(**JIT)
 def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g, nlo, nhi,
                   ep, ep_mode):
     """:func:`conv_forward` on samples ``nlo..nhi`` only, each output row followed by the
-    epilogue ``ep_mode`` (``ep``: :mod:`._conv_epilogue`; 0 none) while it is in cache."""
+    epilogue ``ep_mode`` (``ep``: :mod:`._conv_epilogue`; 0 none) while it is in cache.
+    ``ep=None`` (every plain convolution) compiles a version without the epilogue code
+    (numba prunes ``ep is None`` branches on arguments): a cold start pays nothing for it."""
     C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
     P = y.shape[2]
     direct = nbmax == 1 and _pointwise(g)      # 1x1: the sample's data is its col matrix
-    rep = expand(ep, G * Fg, P) if ep_mode != 0 else ep
+    if ep is None:
+        rep = ep
+    else:
+        rep = expand(ep, G * Fg, P)
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
@@ -420,7 +425,7 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                         row = yj[f]
                         for i in range(np.uint64(P)):
                             row[i] += v
-                if ep_mode != 0:
+                if ep is not None:
                     apply_block(y[n0].reshape(-1), j * Fg * P, Fg, P, j * Fg, ep, rep, ep_mode)
             else:
                 tmp = tmpbuf[:Fg * nb * P].reshape((Fg, nb * P))

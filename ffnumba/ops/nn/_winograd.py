@@ -24,10 +24,9 @@ F(2x2, 3x3) keeps the float32 error of im2col (its transforms have entries
 2-7e-7 against float64 for the output and both gradients, im2col 2-6e-7).
 The drivers here also run F(4x4, 3x3) (tile ``m = 4``, 36 positions, :mod:`._winograd4`).
 
-Non-finite values: ``inf - inf`` in the transforms turns an inf im2col passes
-through into NaN, and ``G^T dU G`` spreads one NaN over all nine taps of a weight
-gradient, so a call whose data, weight (or head gradient) holds an inf or NaN
-runs im2col (:func:`all_finite`, one read of each): results match im2col's.
+Non-finite values: ``inf - inf`` in the transforms turns an inf im2col passes through into
+NaN, and ``G^T dU G`` spreads one NaN over all nine taps of a weight gradient, so a call whose
+data, weight (or head gradient) holds an inf or NaN runs im2col (:func:`all_finite`).
 
 Everything is linear, so the gradients are the transposed stages::
 
@@ -42,9 +41,8 @@ gives ``L = nb * TH * TW`` tiles (``TH = ceil(OH / m)``); ``V`` is the flat
 :func:`stride` elements apart (never a power of two: streams a power of two
 apart share cache sets, which made the transforms 3-4x slower). Each input
 plane is first copied into a zero-bordered ``(m TH + 2) x (m TW + 2)`` plane
-(borders written once per call), so tile reads need no bounds checks. The
-kernels are ``nogil`` and allocation-free; the drivers run on a range of
-samples so :mod:`._conv_par`'s thread split applies unchanged.
+(borders written once per call), so tile reads need no bounds checks. The kernels are
+``nogil`` and allocation-free; the drivers run on a range of samples (:mod:`._conv_par`).
 
 Source: A. Lavin, S. Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016
 (arXiv:1509.09308), section 4 and eqs. (7)-(8). Inference fusion: the epilogue of :mod:`._conv_epilogue`.
@@ -355,7 +353,10 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
     padf = padbuf[:(m * TH + 2) * row]
     padf[:] = 0
     z = y.dtype.type(0)
-    rep = expand(ep, F, OH * OW) if ep_mode != 0 else ep
+    if ep is None:              # a plain convolution: numba prunes the epilogue code
+        rep = ep
+    else:
+        rep = expand(ep, F, OH * OW)
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         L = nb * T
@@ -375,7 +376,7 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
                     w4.output_tf(mbuf, f * L + b * T, ms, TH, TW, yf, OH, OW, bv)
                 else:
                     _output_tf(mbuf, f * L + b * T, ms, TH, TW, yf, OH, OW, bv)
-            if ep_mode != 0:
+            if ep is not None:
                 apply_block(yb.reshape(-1), 0, F, OH * OW, 0, ep, rep, ep_mode)
 
 
@@ -545,7 +546,6 @@ def forward(state, x, w, bias, y, pad, m=2, ep=None, ep_mode=0):
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
-    ep = np.zeros((3, 2)) if ep is None else ep
 
     def part(t):
         forward_range(xf, dims, u, us, y, b, has_bias, vbuf[t * vsz:(t + 1) * vsz],

@@ -361,7 +361,7 @@ _NO_EP = _ep.no_epilogue()
 def _conv_cpu(ctx, p, inputs, y, ep, mode):
     """CPU forward into ``y`` with the epilogue ``mode`` (0: a plain convolution)."""
     x, w = inputs[0], inputs[1]
-    ep = ep if ep is not None else _NO_EP
+    ep = ep if mode else None         # None: the drivers compile without the epilogue
     if x.size == 0 or y.size == 0:
         empty_forward(p, inputs, y)
         if mode and y.size:
@@ -374,7 +374,7 @@ def _conv_cpu(ctx, p, inputs, y, ep, mode):
     state = ctx.state if ctx is not None else None
     if dwc.cpu_depthwise(p, x.shape):
         dwc.forward(state, x, w, y, w.reshape(-1) if p.no_bias else inputs[2], not p.no_bias,
-                    geom, ep, mode)
+                    geom, _NO_EP if ep is None else ep, mode)
         return
     m = _use_winograd(p, x.shape, y.shape, (x, w))
     if m:
