@@ -249,10 +249,15 @@ def gemm(alpha, a, b, beta, c):
     c : 2-D array ``(m, n)``, same dtype, written in place (row- or
         column-major views are written directly; others through a temporary)
 
+    Returns
+    -------
+    int
+        Unused by callers (0, or the copied elements on the copying path).
+
     The caller checks shapes and dtypes (kernels do, before calling). The
-    body works on strides and pointers only (a column-major ``c`` is computed
-    as ``c^T = b^T a^T`` by swapping flags), so each caller's layout
-    combination compiles one small function: a cold start pays little for it.
+    usual path works on strides and pointers only and allocates nothing (a
+    column-major ``c`` is computed as ``c^T = b^T a^T`` by swapping flags), so
+    each caller's layout combination compiles one small function.
     """
     m, n = c.shape
     k = a.shape[1]
@@ -261,35 +266,38 @@ def gemm(alpha, a, b, beta, c):
     ta, lda = _layout(a)
     tb, ldb = _layout(b)
     tc, ldc = _layout(c)
-    # operands with no unit stride: C-contiguous copies (never for the kernels' own views)
-    ac = _copy2(a) if ta == 0 else np.empty((0, 0), a.dtype)
-    bc = _copy2(b) if tb == 0 else np.empty((0, 0), b.dtype)
-    cc = np.empty((m if tc == 0 else 0, n), c.dtype)
-    pa = ac.ctypes.data if ta == 0 else a.ctypes.data
-    pb = bc.ctypes.data if tb == 0 else b.ctypes.data
-    pc = cc.ctypes.data if tc == 0 else c.ctypes.data
-    if ta == 0:
-        ta, lda = NO_TRANS, max(1, k)
-    if tb == 0:
-        tb, ldb = NO_TRANS, max(1, n)
-    if tc == 0:
-        if beta != 0:
-            for i in range(m):
-                for j in range(n):
-                    cc[i, j] = c[i, j]
-        tc, ldc = NO_TRANS, n
-    if tc == NO_TRANS:
-        _call(ta, tb, m, n, k, alpha, pa, max(1, lda), pb, max(1, ldb), beta, pc, max(1, ldc),
-              c.itemsize)
-    else:                      # column-major c: c^T = b^T a^T, row-major (n, m)
-        _call(TRANS + NO_TRANS - tb, TRANS + NO_TRANS - ta, n, m, k, alpha, pb, max(1, ldb),
-              pa, max(1, lda), beta, pc, max(1, ldc), c.itemsize)
-    if cc.shape[0] != 0:
-        for i in range(m):
-            for j in range(n):
-                c[i, j] = cc[i, j]
+    if ta == 0 or tb == 0 or tc == 0:   # no unit stride (never the kernels' own views)
+        return _gemm_copied(alpha, a, b, beta, c)
+    _rows_or_cols(ta, lda, tb, ldb, tc, ldc, m, n, k, alpha, a.ctypes.data, b.ctypes.data,
+                  beta, c.ctypes.data, c.itemsize)
+    return 0
+
+
+@njit(**JIT)
+def _gemm_copied(alpha, a, b, beta, c):
+    """:func:`gemm` through C-contiguous copies of all three operands (allocates: the rare path)."""
+    m, n = c.shape
+    k = a.shape[1]
+    ac, bc = _copy2(a), _copy2(b)
+    cc = _copy2(c) if beta != 0 else np.empty((m, n), c.dtype)
+    _rows_or_cols(NO_TRANS, k, NO_TRANS, n, NO_TRANS, n, m, n, k, alpha, ac.ctypes.data,
+                  bc.ctypes.data, beta, cc.ctypes.data, c.itemsize)
+    for i in range(m):
+        for j in range(n):
+            c[i, j] = cc[i, j]
     # the copies live until here, after the library call that reads them
     return ac.size + bc.size
+
+
+@njit(**JIT)
+def _rows_or_cols(ta, lda, tb, ldb, tc, ldc, m, n, k, alpha, pa, pb, beta, pc, itemsize):
+    """One library call for a row-major ``c``; a column-major one as ``c^T = b^T a^T``."""
+    if tc == NO_TRANS:
+        _call(ta, tb, m, n, k, alpha, pa, max(1, lda), pb, max(1, ldb), beta, pc, max(1, ldc),
+              itemsize)
+    else:
+        _call(TRANS + NO_TRANS - tb, TRANS + NO_TRANS - ta, n, m, k, alpha, pb, max(1, ldb),
+              pa, max(1, lda), beta, pc, max(1, ldc), itemsize)
 
 
 @njit(**JIT)
