@@ -329,9 +329,9 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
 def fused_forward_cpu(ctx, p, inputs, y, ep, mode):
     """A CPU Convolution forward whose every output row passes through an epilogue.
 
-    The fused call of an inference executor's ``Convolution -> BatchNorm ->
-    Activation('relu')`` chain (see :mod:`ffnumba._executor_fuse`): the
-    per-channel affine map and/or relu run on each output row right after it
+    The fused call of an inference executor's ``Convolution [-> BatchNorm]
+    [-> relu | clip]`` chain (see :mod:`ffnumba._executor_fuse`): the
+    per-channel affine map and/or the activation run on each output row right after it
     is computed (im2col GEMM chunk, Winograd output transform, depthwise
     sample), while it is in cache, with exactly the unfused operators'
     arithmetic (:mod:`._conv_epilogue`), so the result is bit-identical.
@@ -345,11 +345,16 @@ def fused_forward_cpu(ctx, p, inputs, y, ep, mode):
         ``data``, ``weight`` (and ``bias``), float32 or float64.
     y : ndarray (N, F, *out_spatial)
         Written: the last fused node's output.
-    ep : ndarray (2, F) float64 or None
-        ``scale`` and ``shift`` rows (``batch_norm.inference_affine``); read
-        when ``mode`` has the affine bit.
+    ep : ndarray (3, max(F, 2)) float64
+        :func:`._conv_epilogue.make`: the ``scale`` and ``shift`` rows
+        (``batch_norm.inference_affine``, read with the affine bit), then the
+        clip bounds ``a_min, a_max`` (read with the clip bit).
     mode : int
-        ``_conv_epilogue.AFFINE`` (1), ``RELU`` (2) or both (3).
+        Bits ``_conv_epilogue.AFFINE`` (1), ``RELU`` (2), ``CLIP`` (4); relu and
+        clip never together.
+
+    Shapes are those the executor bound and checked; nothing is raised here
+    beyond what the unfused Convolution forward raises.
     """
     _conv_cpu(ctx, p, inputs, y, ep, mode)
 
