@@ -466,3 +466,60 @@ def test_one_and_two_numba_threads_match_reference(threads):
     exp = conv_backward(vals[0], vals[1], head, (3, 3), (2, 1), (1, 1), (), 1)
     for g, e in zip(grads, exp):
         np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def test_scratch_is_shared_per_thread():
+    """:func:`_im2col.buffer`: one array per name and dtype in a thread, another in each thread."""
+    import threading
+    from ffnumba.ops.nn._im2col import buffer
+    a = buffer({}, 'test_scratch', 100, np.float32)
+    b = buffer({}, 'test_scratch', 40, np.float32)
+    assert a.size == 100 and b.size == 40 and np.shares_memory(a, b)
+    assert not np.shares_memory(a, buffer({}, 'test_scratch_other', 100, np.float32))
+    assert buffer({}, 'test_scratch', 10, np.float64).dtype == np.float64
+    grown = buffer({}, 'test_scratch', 1000, np.float32)
+    assert grown.size == 1000 and not np.shares_memory(a, grown)
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(buffer(None, 'test_scratch', 1000,
+                                                             np.float32)))
+    t.start()
+    t.join()
+    assert not np.shares_memory(grown, seen[0])
+
+
+def test_network_of_convolutions_sharing_scratch_matches_reference():
+    """Three im2col and Winograd layers of different sizes in one training executor (their
+    scratch arrays shared, the smaller ones prefixes of the larger) give every gradient of
+    the float64 reference chain."""
+    import ffnumba as ff
+    ps = [dict(kernel=(5, 5), num_filter=16, pad=(2, 2)),
+          dict(kernel=(3, 3), num_filter=17, pad=(1, 1)),
+          dict(kernel=(3, 3), num_filter=3, stride=(2, 2))]
+    x = sym.Variable('data')
+    for i, p in enumerate(ps):
+        x = sym.Convolution(x, name='c%d' % i, **p)
+    rng = np.random.default_rng(5)
+    data = rng.uniform(-1, 1, (3, 5, 9, 9))
+    exe = x.simple_bind(ff.cpu(), data=data.shape, type_dict={'data': 'float64'})
+    for k, v in exe.arg_dict.items():
+        v[:] = data if k == 'data' else rng.uniform(-1, 1, v.shape)
+    args = {k: v.asnumpy() for k, v in exe.arg_dict.items()}
+    head = rng.uniform(-1, 1, exe.outputs[0].shape)
+    for _ in range(2):                     # the second step reuses the grown scratch
+        exe.forward(is_train=True)
+        exe.backward([ff.nd.array(head, dtype='float64')])
+    acts = [data]
+    for i, p in enumerate(ps):
+        acts.append(_ref(p, acts[-1], args['c%d_weight' % i], args['c%d_bias' % i])[0])
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), acts[-1], rtol=1e-9, atol=1e-10)
+    g = head
+    for i in reversed(range(len(ps))):
+        p = ps[i]
+        gx, gw, gb = conv_backward(acts[i], args['c%d_weight' % i], g, p['kernel'],
+                                   p.get('stride', ()), p['pad'] if 'pad' in p else (), (), 1)
+        np.testing.assert_allclose(exe.grad_dict['c%d_weight' % i].asnumpy(), gw, rtol=1e-9,
+                                   atol=1e-10)
+        np.testing.assert_allclose(exe.grad_dict['c%d_bias' % i].asnumpy(), gb, rtol=1e-9,
+                                   atol=1e-10)
+        g = gx
+    np.testing.assert_allclose(exe.grad_dict['data'].asnumpy(), g, rtol=1e-9, atol=1e-10)
