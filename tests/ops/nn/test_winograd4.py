@@ -158,7 +158,8 @@ def test_non_finite_values_as_im2col(monkeypatch, where, value):
     ((32, 64, 32, 32), [('f', 4), ('b', 2)]),     # ResNet-18 stage 0: F(4x4, 3x3) forward
     ((4, 128, 16, 16), [('f', 4), ('b', 2)]),     # stage 1
     ((4, 256, 8, 8), [('f', 2), ('b', 2)]),       # 256 channels: the forward error rule
-    ((4, 16, 8, 8), [('f', 2), ('b', 2)]),        # 8x8 output: not faster
+    ((4, 16, 8, 8), [('f', 4), ('b', 2)]),        # 8x8 output, <= 128 channels: forward F(4x4)
+    ((4, 16, 4, 4), [('f', 2), ('b', 2)]),        # 4x4 output: not faster
     ((4, 3, 32, 32), []),                         # 3-channel stem: im2col
 ])
 def test_dispatch_rule(monkeypatch, xshape, expect):
