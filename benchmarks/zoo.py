@@ -7,6 +7,7 @@
     python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time, train + infer
     python benchmarks/zoo.py --baseline /tmp/old-checkout --rounds 3   # before/after, best of 3
     python benchmarks/zoo.py --variant openblas:FFNUMBA_GEMM=openblas  # a switch, same run
+    python benchmarks/zoo.py --threads 1 --cpu-time --baseline /tmp/old   # CPU time per step
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
 graph) is measured in its own child process per (framework, net, batch, threads), and
@@ -32,11 +33,19 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _clock(args):
+    """The step clock: the wall clock, or with ``--cpu-time`` the process's CPU time."""
+    return time.process_time if getattr(args, 'cpu_time', False) else time.perf_counter
+
+
 QUICK = 'mlp,lenet,resnet18_v1_32,mobilenet_v1'
 
 
 def torch_worker(args):
     """The PyTorch twin of :func:`worker`: same builders, data, steps and timing."""
+    clock = _clock(args)
     import numpy as np
     import torch
     sys.path.insert(0, HERE)
@@ -56,7 +65,7 @@ def torch_worker(args):
         net.train(mode == 'train')
         times = []
         for i in range(args.warmup + args.steps):
-            tic = time.perf_counter()
+            tic = clock()
             if mode == 'train':
                 opt.zero_grad()
                 out = net(data)
@@ -66,7 +75,7 @@ def torch_worker(args):
                 with torch.no_grad():
                     out = torch.softmax(net(data), dim=1)
             if i >= args.warmup:
-                times.append(time.perf_counter() - tic)
+                times.append(clock() - tic)
         assert torch.isfinite(out).all()
         result[mode] = batch / float(np.median(times))
     print(json.dumps(result))
@@ -76,13 +85,14 @@ def worker(args):
     """Run one configuration in this process and print one JSON line."""
     if args.framework == 'torch':
         return torch_worker(args)
+    clock = _clock(args)
     import numpy as np
     sys.path.insert(0, HERE)
     from zoo_nets import NETS
     if args.framework == 'mxnet':
         import mxnet as fw
     else:
-        sys.path.insert(0, os.path.dirname(HERE))
+        sys.path.insert(0, args.root or os.path.dirname(HERE))
         import ffnumba as fw
     import logging
     logging.disable(logging.WARNING)
@@ -105,7 +115,7 @@ def worker(args):
         batch_obj = fw.io.DataBatch([data], [label])
         times = []
         for i in range(args.warmup + args.steps):
-            tic = time.perf_counter()
+            tic = clock()
             if mode == 'train':
                 mod.forward_backward(batch_obj)
                 mod.update()
@@ -113,7 +123,7 @@ def worker(args):
                 mod.forward(batch_obj, is_train=False)
             out = mod.get_outputs()[0].asnumpy()     # waits for MXNet's async engine
             if i >= args.warmup:
-                times.append(time.perf_counter() - tic)
+                times.append(clock() - tic)
         assert np.isfinite(out).all()
         result[mode] = batch / float(np.median(times))
     if args.profile and args.framework == 'ffnumba':
@@ -124,7 +134,8 @@ def worker(args):
     print(json.dumps(result))
 
 
-def run_one(python, framework, net, batch, threads, args, ref=False, script=None, extra=None):
+def run_one(python, framework, net, batch, threads, args, ref=False, script=None, extra=None,
+            root=None):
     env = dict(os.environ)
     env.update(extra or {})
     for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS',
@@ -137,6 +148,10 @@ def run_one(python, framework, net, batch, threads, args, ref=False, script=None
            '--steps', str(args.steps), '--warmup', str(args.warmup)]
     if args.profile:
         cmd.append('--profile')
+    if args.cpu_time:
+        cmd.append('--cpu-time')
+    if root:
+        cmd += ['--root', root]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     for line in proc.stdout.splitlines()[::-1]:
         if line.startswith('{'):
@@ -165,12 +180,18 @@ def main():
     p.add_argument('--rounds', type=int, default=1,
                    help='repeat every configuration this often (interleaved); keep the best')
     p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
+    p.add_argument('--cpu-time', action='store_true',
+                   help="time each step with the child process's CPU time instead of the wall "
+                        'clock (steadier on a busy machine; meaningful with one thread only). '
+                        "The baseline then runs through this script's worker, importing the "
+                        "baseline's ffnumba")
     p.add_argument('--timeout', type=int, default=1800)
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     p.add_argument('--framework', default='ffnumba', help=argparse.SUPPRESS)
     p.add_argument('--net', help=argparse.SUPPRESS)
     p.add_argument('--one-batch', type=int, help=argparse.SUPPRESS)
     p.add_argument('--one-threads', type=int, help=argparse.SUPPRESS)
+    p.add_argument('--root', help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         return worker(args)
@@ -180,7 +201,7 @@ def main():
     unknown = [n for n in nets if n not in NETS]
     if unknown:
         p.error('unknown nets %s; choose from %s' % (unknown, ', '.join(NETS)))
-    frameworks = [('ffnumba', sys.executable, None, None)]
+    frameworks = [('ffnumba', sys.executable, None, None, None)]
     variants = []
     for spec in args.variant:
         name, _, assigns = spec.partition(':')
@@ -188,29 +209,34 @@ def main():
         if not name or not pairs or any(len(a) != 2 for a in pairs):
             p.error('--variant wants NAME:VAR=VALUE[,VAR=VALUE], got %r' % spec)
         variants.append(name)
-        frameworks.append((name, sys.executable, None, dict(pairs)))
+        frameworks.append((name, sys.executable, None, dict(pairs), None))
     if args.baseline:
-        frameworks.append(('base', sys.executable,
-                           os.path.join(os.path.abspath(args.baseline), 'benchmarks', 'zoo.py'),
-                           None))
+        base = os.path.abspath(args.baseline)
+        if args.cpu_time:     # an older zoo.py may not know --cpu-time: run ours on its package
+            frameworks.append(('base', sys.executable, None, None, base))
+        else:
+            frameworks.append(('base', sys.executable,
+                               os.path.join(base, 'benchmarks', 'zoo.py'), None, None))
     if args.mxnet:
-        frameworks.append(('mxnet', args.mxnet, None, None))
+        frameworks.append(('mxnet', args.mxnet, None, None, None))
     if args.torch:
-        frameworks.append(('torch', args.torch, None, None))
+        frameworks.append(('torch', args.torch, None, None, None))
     width = 10 + 19 * (len(frameworks) - 1)
     print('%-16s %5s %3s | %-*s | %-*s' % ('net', 'batch', 'thr', width, 'train samples/s',
                                            width, 'infer samples/s'))
     if args.rounds > 1:
         print('(best of %d interleaved rounds per figure)' % args.rounds)
+    if args.cpu_time:
+        print('(samples per second of process CPU time)')
     for net in nets:
         for batch in (int(b) for b in args.batch.split(',')):
             for threads in (int(t) for t in args.threads.split(',')):
                 res = {}
                 for _ in range(args.rounds):
-                    for fw, py, script, extra in frameworks:
+                    for fw, py, script, extra, root in frameworks:
                         kind = fw if fw in ('mxnet', 'torch') else 'ffnumba'
                         one = run_one(py, kind, net, batch, threads, args, ref=args.mxnet_ref,
-                                      script=script, extra=extra)
+                                      script=script, extra=extra, root=root)
                         best = res.get(fw)
                         if one is not None and (best is None or one['train'] > best['train']):
                             res[fw] = one
