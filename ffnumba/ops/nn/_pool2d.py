@@ -21,9 +21,9 @@ faster below). 3x3 windows take each whole window's three row elements and then
 three row maxima in registers (:func:`_max_fwd3`).
 ``ENABLED = False`` turns all of this module's kernels off. The backward
 (:func:`max_bwd`, same windows) scans each output's window directly, as
-:func:`.pooling._max_bwd`, but whole 3x3 windows as three independent row
-maxima (about 1.2x faster); a separable backward carrying each row maximum's
-index through a scratch plane measured 2.5-3x slower.
+:func:`.pooling._max_bwd`, whole 3x3 windows as three independent row maxima
+(1.2x), finding a row's maxima before adding any ``dy``; a separable backward
+carrying each row maximum's index through a scratch plane was 2.5-3x slower.
 
 Average, sum and max pooling with stride 1 whose output plane is the input
 plane (a ``(2p+1) x (2q+1)`` window padded by ``(p, q)``, as Inception's 3x3
@@ -242,16 +242,24 @@ def _row3(xf, r, lowest, none):
     return b, i
 
 
+@njit(inline='always', **JIT)   # no compile of its own (cold start)
+def _window_max(xf, rowb, ow, SW, PW, KW, W, nr, lowest, none):
+    """Flat index of the first maximum of column ``ow``'s window, ``nr`` rows from ``rowb``."""
+    c0 = max(ow * SW - PW, 0)
+    c1 = min(ow * SW - PW + KW, W)
+    return _scan(xf, np.uint64(rowb + c0), nr, max(c1 - c0, 0), W, lowest, none)[1]
+
+
 @njit(**JIT)
 def max_bwd(xf, dyf, dxf, dims, g, write):
     """Max-pool backward: ``dx (+)= dy`` at each window's first maximum in row-major order
     (``write`` zeroes ``dx`` first); a window of only NaN or ``-inf`` routes nothing.
 
-    Whole 3x3 windows take three independent row maxima and then the first strict
-    maximum of those (shorter dependency chains than one 9-step scan; same pick:
-    ties keep the earlier row, and within a row the earlier column); windows
-    clipped by the border scan their clipped rectangle. ``dy`` is added in output
-    order, as :func:`.pooling._max_bwd` does, so results are bit for bit its.
+    Per output row, one loop finds each window's maximum (``idx``; no stores, so
+    windows are independent), a second adds ``dy`` there in output order, as
+    :func:`.pooling._max_bwd`: bit for bit its results. Whole 3x3 windows take
+    three row maxima, then the first strict maximum of those (ties keep the
+    earlier row, then column); border windows scan their clipped rectangle.
     """
     N, C, D, H, W = dims
     KH, KW, SH, SW, PH, PW, OH, OW = g[1], g[2], g[4], g[5], g[7], g[8], g[10], g[11]
@@ -259,8 +267,8 @@ def max_bwd(xf, dyf, dxf, dims, g, write):
         dxf[:] = 0
     none = np.uint64(0xFFFFFFFFFFFFFFFF)
     lowest = xf.dtype.type(-np.inf)
-    # interior columns: the whole window inside [0, W)
-    owa = min((PW + SW - 1) // SW, OW)
+    idx = np.empty(max(OW, 1), np.uint64)
+    owa = min((PW + SW - 1) // SW, OW)         # columns owa..owb: the window inside [0, W)
     owb = max(min((W - KW + PW) // SW + 1, OW), owa)
     uw = np.uint64(W)
     q = np.uint64(0)
@@ -271,22 +279,21 @@ def max_bwd(xf, dyf, dxf, dims, g, write):
             b0, b1 = max(start, 0), min(start + KH, H)
             nr = max(b1 - b0, 0)
             rowb = xb + b0 * W
-            whole = nr == 3 and KW == 3
+            lo, hi = (owa, owb) if nr == 3 and KW == 3 else (OW, OW)
+            for ow in range(OW):        # windows clipped by the border (all but whole 3x3)
+                if ow < lo or ow >= hi:
+                    idx[ow] = _window_max(xf, rowb, ow, SW, PW, KW, W, nr, lowest, none)
+            for ow in range(lo, hi):
+                r = np.uint64(rowb + ow * SW - PW)
+                m0, i0 = _row3(xf, r, lowest, none)
+                m1, i1 = _row3(xf, r + uw, lowest, none)
+                m2, i2 = _row3(xf, r + uw + uw, lowest, none)
+                t = m1 > m0
+                best = m1 if t else m0
+                bi = i1 if t else i0
+                idx[ow] = i2 if m2 > best else bi
             for ow in range(OW):
-                if whole and owa <= ow < owb:
-                    r = np.uint64(rowb + ow * SW - PW)
-                    m0, i0 = _row3(xf, r, lowest, none)
-                    m1, i1 = _row3(xf, r + uw, lowest, none)
-                    m2, i2 = _row3(xf, r + uw + uw, lowest, none)
-                    t = m1 > m0
-                    best = m1 if t else m0
-                    bi = i1 if t else i0
-                    bi = i2 if m2 > best else bi
-                else:
-                    c0 = max(ow * SW - PW, 0)
-                    c1 = min(ow * SW - PW + KW, W)
-                    best, bi = _scan(xf, np.uint64(rowb + c0), nr, max(c1 - c0, 0), W, lowest,
-                                     none)
+                bi = idx[ow]
                 if bi != none:
                     dxf[bi] += dyf[q]
                 q += np.uint64(1)
