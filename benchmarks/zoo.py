@@ -7,6 +7,7 @@
     python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time, train + infer
     python benchmarks/zoo.py --baseline /tmp/old-checkout --rounds 3   # before/after, best of 3
     python benchmarks/zoo.py --variant openblas:FFNUMBA_GEMM=openblas  # a switch, same run
+    python benchmarks/zoo.py --infer --threads 1 --baseline /tmp/old --mxnet PY  # inference only
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
 graph) is measured in its own child process per (framework, net, batch, threads), and
@@ -33,6 +34,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUICK = 'mlp,lenet,resnet18_v1_32,mobilenet_v1'
+#: Environment variable naming the checkout a worker imports ffnumba from (``--baseline``).
+ROOT_ENV = 'FFNUMBA_ZOO_ROOT'
+
+
+def _modes(args):
+    """The measured modes: training step and inference forward, or with ``--infer`` the
+    latter only."""
+    return ('infer',) if args.infer else ('train', 'infer')
 
 
 def torch_worker(args):
@@ -50,7 +59,7 @@ def torch_worker(args):
     label = torch.from_numpy(rng.integers(0, 10, batch).astype(np.int64))
     result = {'framework': 'torch', 'net': args.net, 'batch': batch,
               'threads': args.one_threads}
-    for mode in ('train', 'infer'):
+    for mode in _modes(args):
         net = _torch_sym.build(build(_torch_sym), data)
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         net.train(mode == 'train')
@@ -81,8 +90,8 @@ def worker(args):
     from zoo_nets import NETS
     if args.framework == 'mxnet':
         import mxnet as fw
-    else:
-        sys.path.insert(0, os.path.dirname(HERE))
+    else:           # this checkout, or the baseline's (ROOT_ENV)
+        sys.path.insert(0, os.environ.get(ROOT_ENV) or os.path.dirname(HERE))
         import ffnumba as fw
     import logging
     logging.disable(logging.WARNING)
@@ -93,8 +102,8 @@ def worker(args):
     data = fw.nd.array(rng.uniform(0, 1, (batch,) + shape).astype(np.float32))
     label = fw.nd.array(rng.integers(0, 10, batch).astype(np.float32))
     result = {'framework': args.framework, 'net': args.net, 'batch': batch,
-              'threads': args.one_threads}
-    for mode in ('train', 'infer'):
+              'threads': args.one_threads, 'module': os.path.dirname(fw.__file__)}
+    for mode in _modes(args):
         mod = fw.mod.Module(sym, context=fw.cpu())
         mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))],
                  for_training=mode == 'train')
@@ -119,7 +128,8 @@ def worker(args):
     if args.profile and args.framework == 'ffnumba':
         from _profile import op_profile
         feed = {'data': data.asnumpy(), 'softmax_label': label.asnumpy()}
-        result['profile'] = op_profile(fw, sym, feed)
+        if not args.infer:
+            result['profile'] = op_profile(fw, sym, feed)
         result['profile_infer'] = op_profile(fw, sym, feed, train=False)
     print(json.dumps(result))
 
@@ -137,6 +147,8 @@ def run_one(python, framework, net, batch, threads, args, ref=False, script=None
            '--steps', str(args.steps), '--warmup', str(args.warmup)]
     if args.profile:
         cmd.append('--profile')
+    if args.infer:
+        cmd.append('--infer')
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     for line in proc.stdout.splitlines()[::-1]:
         if line.startswith('{'):
@@ -158,13 +170,16 @@ def main():
     p.add_argument('--mxnet-ref', action='store_true',
                    help='MXNet with MXNET_MKLDNN_ENABLED=0 (its reference kernels)')
     p.add_argument('--baseline', help='another ffnumba checkout (e.g. a git worktree of an older '
-                                      'commit) to run interleaved; prints new/baseline ratios')
+                                      'commit) to run interleaved (this script\'s workers, '
+                                      'importing its ffnumba); prints new/baseline ratios')
     p.add_argument('--variant', action='append', default=[], metavar='NAME:VAR=VALUE[,VAR=VALUE]',
                    help='this checkout again with environment overrides, interleaved and printed '
                         'as NAME (e.g. openblas:FFNUMBA_GEMM=openblas); repeatable')
     p.add_argument('--rounds', type=int, default=1,
                    help='repeat every configuration this often (interleaved); keep the best')
     p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
+    p.add_argument('--infer', action='store_true',
+                   help='measure the inference forward only (no training step)')
     p.add_argument('--timeout', type=int, default=1800)
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     p.add_argument('--framework', default='ffnumba', help=argparse.SUPPRESS)
@@ -189,10 +204,9 @@ def main():
             p.error('--variant wants NAME:VAR=VALUE[,VAR=VALUE], got %r' % spec)
         variants.append(name)
         frameworks.append((name, sys.executable, None, dict(pairs)))
-    if args.baseline:
-        frameworks.append(('base', sys.executable,
-                           os.path.join(os.path.abspath(args.baseline), 'benchmarks', 'zoo.py'),
-                           None))
+    if args.baseline:       # this script and its nets, the baseline's ffnumba
+        frameworks.append(('base', sys.executable, None,
+                           {ROOT_ENV: os.path.abspath(args.baseline)}))
     if args.mxnet:
         frameworks.append(('mxnet', args.mxnet, None, None))
     if args.torch:
@@ -212,15 +226,18 @@ def main():
                         one = run_one(py, kind, net, batch, threads, args, ref=args.mxnet_ref,
                                       script=script, extra=extra)
                         best = res.get(fw)
-                        if one is not None and (best is None or one['train'] > best['train']):
+                        if one is None:
+                            continue
+                        if best is None:
                             res[fw] = one
-                        elif one is not None:
-                            best['infer'] = max(best['infer'], one['infer'])
+                        else:           # each mode's best round
+                            for mode in _modes(args):
+                                best[mode] = max(best[mode], one[mode])
                 mine = res.get('ffnumba')
                 if mine is None:
                     continue
-                cells = []
-                for mode in ('train', 'infer'):
+                cells = [] if not args.infer else ['%9s' % '-']
+                for mode in _modes(args):
                     cell = '%9.1f' % mine[mode]
                     for fw, tag in ([(v, v) for v in variants] +
                                     [('base', 'base'), ('mxnet', 'mx'), ('torch', 'pt')]):
