@@ -35,6 +35,7 @@ from numba import njit
 
 from ..templates import JIT
 from . import _conv_par as cp
+from ._cl_transpose import from_cl as _from_cl, to_cl as _to_cl
 from ._conv_epilogue import apply_all, apply_channels, expand
 from ._im2col import _valid, buffer
 
@@ -47,8 +48,6 @@ U = np.uint64
 CL_MAX_POSITIONS = 64
 #: Output elements of the samples a fused forward computes before their epilogue (in cache).
 EP_BLOCK = 1 << 17
-#: Channels (and positions) per tile of the channels-last transposes.
-CL_TILE = 32
 
 
 def is_depthwise(p, data_shape):
@@ -311,37 +310,6 @@ def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, n
                                     dxp[src + ow] += wv * dyf[yr + ow]
             if taps_dx:
                 _unfill_plane(dxp, dxf, xbase, H, W, PH, PW, SW, L, Wp, mode_dx == 2)
-
-
-@njit(**JIT)
-def _to_cl(src, base, C, P, dst):
-    """``dst[i, c] = src[base + c*P + i]`` for ``i < P`` (one sample to ``(P, C)``;
-    contiguous writes, strided reads: the faster order). Planes of at least
-    :data:`CL_TILE` positions go by tiles of ``CL_TILE`` channels and positions: the
-    strided reads of a whole column (a stride of P floats, 1 KiB at 16x16) evicted
-    each other from L1 (128 channels of 16x16: 0.92 -> 0.34 ms for 32 samples)."""
-    T = CL_TILE if P >= CL_TILE else C      # (short planes: one tile, as fast as any)
-    for c0 in range(0, C, T):
-        c1 = min(C, c0 + T)
-        for i0 in range(0, P, CL_TILE):
-            for i in range(i0, min(P, i0 + CL_TILE)):
-                d = U(i * C)
-                s = U(base + i)
-                for c in range(U(c0), U(c1)):
-                    dst[d + c] = src[s + c * U(P)]
-
-
-@njit(**JIT)
-def _from_cl(src, C, P, dst, base):
-    """``dst[base + c*P + i] = src[i*C + c]``: one ``(P, C)`` sample back to ``(C, P)``,
-    by blocks of :data:`CL_TILE` channels (contiguous reads of each position's block)."""
-    for c0 in range(0, C, CL_TILE):
-        c1 = min(C, c0 + CL_TILE)
-        for i in range(P):
-            s = U(i * C)
-            d = U(base + i)
-            for c in range(U(c0), U(c1)):
-                dst[d + c * U(P)] = src[s + c]
 
 
 @njit(**JIT)
