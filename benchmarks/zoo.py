@@ -8,6 +8,7 @@
     python benchmarks/zoo.py --baseline /tmp/old-checkout --rounds 3   # before/after, best of 3
     python benchmarks/zoo.py --variant openblas:FFNUMBA_GEMM=openblas  # a switch, same run
     python benchmarks/zoo.py --infer --threads 1 --baseline /tmp/old --mxnet PY  # inference only
+    python benchmarks/zoo.py --threads 1 --cpu-time ...   # process CPU time: a loaded machine
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
 graph) is measured in its own child process per (framework, net, batch, threads), and
@@ -64,8 +65,9 @@ def torch_worker(args):
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         net.train(mode == 'train')
         times = []
+        clock = time.process_time if args.cpu_time else time.perf_counter
         for i in range(args.warmup + args.steps):
-            tic = time.perf_counter()
+            tic = clock()
             if mode == 'train':
                 opt.zero_grad()
                 out = net(data)
@@ -75,7 +77,7 @@ def torch_worker(args):
                 with torch.no_grad():
                     out = torch.softmax(net(data), dim=1)
             if i >= args.warmup:
-                times.append(time.perf_counter() - tic)
+                times.append(clock() - tic)
         assert torch.isfinite(out).all()
         result[mode] = batch / float(np.median(times))
     print(json.dumps(result))
@@ -113,8 +115,9 @@ def worker(args):
                                                                   'momentum': 0.9})
         batch_obj = fw.io.DataBatch([data], [label])
         times = []
+        clock = time.process_time if args.cpu_time else time.perf_counter
         for i in range(args.warmup + args.steps):
-            tic = time.perf_counter()
+            tic = clock()
             if mode == 'train':
                 mod.forward_backward(batch_obj)
                 mod.update()
@@ -122,7 +125,7 @@ def worker(args):
                 mod.forward(batch_obj, is_train=False)
             out = mod.get_outputs()[0].asnumpy()     # waits for MXNet's async engine
             if i >= args.warmup:
-                times.append(time.perf_counter() - tic)
+                times.append(clock() - tic)
         assert np.isfinite(out).all()
         result[mode] = batch / float(np.median(times))
     if args.profile and args.framework == 'ffnumba':
@@ -149,6 +152,8 @@ def run_one(python, framework, net, batch, threads, args, ref=False, script=None
         cmd.append('--profile')
     if args.infer:
         cmd.append('--infer')
+    if args.cpu_time:
+        cmd.append('--cpu-time')
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     for line in proc.stdout.splitlines()[::-1]:
         if line.startswith('{'):
@@ -180,6 +185,11 @@ def main():
     p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
     p.add_argument('--infer', action='store_true',
                    help='measure the inference forward only (no training step)')
+    p.add_argument('--cpu-time', action='store_true',
+                   help='time each step by the CPU time of the whole process (all its '
+                        'threads) instead of the wall clock, in every framework: steadier '
+                        'on a loaded machine; with --threads 1 it is the work done, with '
+                        'more it sums the threads')
     p.add_argument('--timeout', type=int, default=1800)
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     p.add_argument('--framework', default='ffnumba', help=argparse.SUPPRESS)
