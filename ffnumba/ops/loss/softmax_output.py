@@ -82,7 +82,7 @@ class SoftmaxOutputParam(Params):
 
 def _view(p, shape):
     """``(n, K, S)`` of the softmax view of a data shape."""
-    shape = tuple(int(d) for d in shape)   # (the CUDA simulator's shape type: no negative indexing)
+    shape = tuple(int(d) for d in shape)   # (the CUDA simulator's shape type: no [-1])
     size = math.prod(shape)                # (np.prod cost microseconds of every small forward)
     if p.multi_output:
         n, K = shape[0], (shape[1] if len(shape) > 1 else 1)
