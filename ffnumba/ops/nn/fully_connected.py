@@ -30,8 +30,8 @@ units as ``(W x^T)^T``, see :func:`swap_product`). An inference executor runs
 ``FullyConnected -> relu`` as one call (:func:`fused_relu_forward_cpu`). With
 several numba threads and at least ``PAR_MIN_MACS`` multiply-adds, each
 product is split over the kernel thread pool (``_conv_par.run_split``) with
-BLAS held to one thread: ``y`` and ``dW`` by ranges of hidden units (each thread reads its own rows of ``W``), ``dx``
-by ranges of rows; smaller products run on this thread, with BLAS held to one
+BLAS held to one thread: ``y`` and ``dW`` by ranges of hidden units (each
+thread reads its own rows of ``W``), ``dx`` by ranges of rows; smaller products run on this thread, with BLAS held to one
 thread once other kernels split over the pool (no OpenBLAS thread is woken
 beside the pool's). Every output element is still one BLAS dot product over
 the same operands, so the split changes no summation order inside an element
