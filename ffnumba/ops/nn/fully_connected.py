@@ -28,14 +28,14 @@ data, and with ``flatten=True`` the batch size follows from a known output.
 CPU: one BLAS GEMM per product (the forward of a few rows against many hidden
 units as ``(W x^T)^T``, see :func:`swap_product`). An inference executor runs
 ``FullyConnected -> relu`` as one call (:func:`fused_relu_forward_cpu`). With
-several numba threads and at least ``PAR_MIN_MACS`` multiply-adds, each
-product is split over the kernel thread pool (``_conv_par.run_split``) with
-BLAS held to one thread: ``y`` and ``dW`` by ranges of hidden units (each
-thread reads its own rows of ``W``), ``dx`` by ranges of rows; smaller products run on this thread, with BLAS held to one
-thread once other kernels split over the pool (no OpenBLAS thread is woken
-beside the pool's). Every output element is still one BLAS dot product over
-the same operands, so the split changes no summation order inside an element
-except as OpenBLAS's kernels for the part's shape do.
+several numba threads and at least ``PAR_MIN_MACS`` multiply-adds, each product
+is split over the kernel thread pool (``_conv_par.run_split``) with BLAS held
+to one thread: ``y`` and ``dW`` by ranges of hidden units (each thread reads
+its own rows of ``W``), ``dx`` by ranges of rows; smaller products run on this
+thread, with BLAS held to one thread once other kernels split over the pool (no
+OpenBLAS thread is woken beside the pool's). Every output element is still one
+BLAS dot product over the same operands, so the split changes no summation
+order inside an element except as OpenBLAS's kernels for the part's shape do.
 
 Source: MXNet 1.x ``FullyConnected`` operator documentation.
 """
