@@ -131,22 +131,16 @@ def test_swapped_product_matches_numpy(M, H, swap, dtype):
 
 
 def test_fc_relu_fused_split_over_threads(monkeypatch, fc_calls):
-    """A product large enough to split over the kernel pool (here: every product) gets
-    its relu after the split, as the unfused nodes."""
-    import numba
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip('numba was started with one thread')
+    """A product large enough to split over the kernel pool (here: every product, two
+    parts whatever the thread caps an earlier test left) gets its relu after the
+    split, as the unfused nodes."""
     monkeypatch.setattr(fc_mod, 'PAR_MIN_MACS', 1)
-    before = numba.get_num_threads()
-    numba.set_num_threads(2)
-    try:
-        assert fc_mod._fc_threads(64, 64, 128, 128) == 2
-        net = mlp()
-        fused, plain = _bind(monkeypatch, net, (64, 1, 8, 8), True), \
-            _bind(monkeypatch, net, (64, 1, 8, 8), False)
-        y = fused.forward(is_train=False)[0].asnumpy()
-        np.testing.assert_array_equal(y, plain.forward(is_train=False)[0].asnumpy())
-    finally:
-        numba.set_num_threads(before)
+    monkeypatch.setattr(fc_mod, 'split_threads', lambda n: max(1, min(2, n)))
+    assert fc_mod._fc_threads(64, 64, 128, 128) == 2
+    net = mlp()
+    fused, plain = _bind(monkeypatch, net, (64, 1, 8, 8), True), \
+        _bind(monkeypatch, net, (64, 1, 8, 8), False)
+    y = fused.forward(is_train=False)[0].asnumpy()
+    np.testing.assert_array_equal(y, plain.forward(is_train=False)[0].asnumpy())
     assert len(fc_calls) == 2
     np.testing.assert_allclose(y, _reference(fused), rtol=1e-5, atol=1e-5)
