@@ -7,7 +7,8 @@
     python benchmarks/zoo.py --nets resnet18_v1_32 --profile   # per-operator time, train + infer
     python benchmarks/zoo.py --baseline /tmp/old-checkout --rounds 3   # before/after, best of 3
     python benchmarks/zoo.py --variant openblas:FFNUMBA_GEMM=openblas  # a switch, same run
-    python benchmarks/zoo.py --threads 1 --cpu-time --baseline /tmp/old   # CPU time per step
+    python benchmarks/zoo.py --infer --threads 1 --baseline /tmp/old --mxnet PY  # inference only
+    python benchmarks/zoo.py --threads 1 --cpu-time ...   # process CPU time: a loaded machine
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
 graph) is measured in its own child process per (framework, net, batch, threads), and
@@ -33,19 +34,19 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _clock(args):
-    """The step clock: the wall clock, or with ``--cpu-time`` the process's CPU time."""
-    return time.process_time if getattr(args, 'cpu_time', False) else time.perf_counter
-
-
 QUICK = 'mlp,lenet,resnet18_v1_32,mobilenet_v1'
+#: Environment variable naming the checkout a worker imports ffnumba from (``--baseline``).
+ROOT_ENV = 'FFNUMBA_ZOO_ROOT'
+
+
+def _modes(args):
+    """The measured modes: training step and inference forward, or with ``--infer`` the
+    latter only."""
+    return ('infer',) if args.infer else ('train', 'infer')
 
 
 def torch_worker(args):
     """The PyTorch twin of :func:`worker`: same builders, data, steps and timing."""
-    clock = _clock(args)
     import numpy as np
     import torch
     sys.path.insert(0, HERE)
@@ -59,11 +60,12 @@ def torch_worker(args):
     label = torch.from_numpy(rng.integers(0, 10, batch).astype(np.int64))
     result = {'framework': 'torch', 'net': args.net, 'batch': batch,
               'threads': args.one_threads}
-    for mode in ('train', 'infer'):
+    for mode in _modes(args):
         net = _torch_sym.build(build(_torch_sym), data)
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         net.train(mode == 'train')
         times = []
+        clock = time.process_time if args.cpu_time else time.perf_counter
         for i in range(args.warmup + args.steps):
             tic = clock()
             if mode == 'train':
@@ -85,14 +87,13 @@ def worker(args):
     """Run one configuration in this process and print one JSON line."""
     if args.framework == 'torch':
         return torch_worker(args)
-    clock = _clock(args)
     import numpy as np
     sys.path.insert(0, HERE)
     from zoo_nets import NETS
     if args.framework == 'mxnet':
         import mxnet as fw
-    else:
-        sys.path.insert(0, args.root or os.path.dirname(HERE))
+    else:           # this checkout, or the baseline's (ROOT_ENV)
+        sys.path.insert(0, os.environ.get(ROOT_ENV) or os.path.dirname(HERE))
         import ffnumba as fw
     import logging
     logging.disable(logging.WARNING)
@@ -103,8 +104,8 @@ def worker(args):
     data = fw.nd.array(rng.uniform(0, 1, (batch,) + shape).astype(np.float32))
     label = fw.nd.array(rng.integers(0, 10, batch).astype(np.float32))
     result = {'framework': args.framework, 'net': args.net, 'batch': batch,
-              'threads': args.one_threads}
-    for mode in ('train', 'infer'):
+              'threads': args.one_threads, 'module': os.path.dirname(fw.__file__)}
+    for mode in _modes(args):
         mod = fw.mod.Module(sym, context=fw.cpu())
         mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))],
                  for_training=mode == 'train')
@@ -114,6 +115,7 @@ def worker(args):
                                                                   'momentum': 0.9})
         batch_obj = fw.io.DataBatch([data], [label])
         times = []
+        clock = time.process_time if args.cpu_time else time.perf_counter
         for i in range(args.warmup + args.steps):
             tic = clock()
             if mode == 'train':
@@ -129,13 +131,13 @@ def worker(args):
     if args.profile and args.framework == 'ffnumba':
         from _profile import op_profile
         feed = {'data': data.asnumpy(), 'softmax_label': label.asnumpy()}
-        result['profile'] = op_profile(fw, sym, feed)
+        if not args.infer:
+            result['profile'] = op_profile(fw, sym, feed)
         result['profile_infer'] = op_profile(fw, sym, feed, train=False)
     print(json.dumps(result))
 
 
-def run_one(python, framework, net, batch, threads, args, ref=False, script=None, extra=None,
-            root=None):
+def run_one(python, framework, net, batch, threads, args, ref=False, script=None, extra=None):
     env = dict(os.environ)
     env.update(extra or {})
     for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS',
@@ -148,10 +150,10 @@ def run_one(python, framework, net, batch, threads, args, ref=False, script=None
            '--steps', str(args.steps), '--warmup', str(args.warmup)]
     if args.profile:
         cmd.append('--profile')
+    if args.infer:
+        cmd.append('--infer')
     if args.cpu_time:
         cmd.append('--cpu-time')
-    if root:
-        cmd += ['--root', root]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     for line in proc.stdout.splitlines()[::-1]:
         if line.startswith('{'):
@@ -173,25 +175,27 @@ def main():
     p.add_argument('--mxnet-ref', action='store_true',
                    help='MXNet with MXNET_MKLDNN_ENABLED=0 (its reference kernels)')
     p.add_argument('--baseline', help='another ffnumba checkout (e.g. a git worktree of an older '
-                                      'commit) to run interleaved; prints new/baseline ratios')
+                                      'commit) to run interleaved (this script\'s workers, '
+                                      'importing its ffnumba); prints new/baseline ratios')
     p.add_argument('--variant', action='append', default=[], metavar='NAME:VAR=VALUE[,VAR=VALUE]',
                    help='this checkout again with environment overrides, interleaved and printed '
                         'as NAME (e.g. openblas:FFNUMBA_GEMM=openblas); repeatable')
     p.add_argument('--rounds', type=int, default=1,
                    help='repeat every configuration this often (interleaved); keep the best')
     p.add_argument('--profile', action='store_true', help='per-operator time (ffnumba)')
+    p.add_argument('--infer', action='store_true',
+                   help='measure the inference forward only (no training step)')
     p.add_argument('--cpu-time', action='store_true',
-                   help="time each step with the child process's CPU time instead of the wall "
-                        'clock (steadier on a busy machine; meaningful with one thread only). '
-                        "The baseline then runs through this script's worker, importing the "
-                        "baseline's ffnumba")
+                   help='time each step by the CPU time of the whole process (all its '
+                        'threads) instead of the wall clock, in every framework: steadier '
+                        'on a loaded machine; with --threads 1 it is the work done, with '
+                        'more it sums the threads')
     p.add_argument('--timeout', type=int, default=1800)
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     p.add_argument('--framework', default='ffnumba', help=argparse.SUPPRESS)
     p.add_argument('--net', help=argparse.SUPPRESS)
     p.add_argument('--one-batch', type=int, help=argparse.SUPPRESS)
     p.add_argument('--one-threads', type=int, help=argparse.SUPPRESS)
-    p.add_argument('--root', help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         return worker(args)
@@ -201,7 +205,7 @@ def main():
     unknown = [n for n in nets if n not in NETS]
     if unknown:
         p.error('unknown nets %s; choose from %s' % (unknown, ', '.join(NETS)))
-    frameworks = [('ffnumba', sys.executable, None, None, None)]
+    frameworks = [('ffnumba', sys.executable, None, None)]
     variants = []
     for spec in args.variant:
         name, _, assigns = spec.partition(':')
@@ -209,44 +213,41 @@ def main():
         if not name or not pairs or any(len(a) != 2 for a in pairs):
             p.error('--variant wants NAME:VAR=VALUE[,VAR=VALUE], got %r' % spec)
         variants.append(name)
-        frameworks.append((name, sys.executable, None, dict(pairs), None))
-    if args.baseline:
-        base = os.path.abspath(args.baseline)
-        if args.cpu_time:     # an older zoo.py may not know --cpu-time: run ours on its package
-            frameworks.append(('base', sys.executable, None, None, base))
-        else:
-            frameworks.append(('base', sys.executable,
-                               os.path.join(base, 'benchmarks', 'zoo.py'), None, None))
+        frameworks.append((name, sys.executable, None, dict(pairs)))
+    if args.baseline:       # this script and its nets, the baseline's ffnumba
+        frameworks.append(('base', sys.executable, None,
+                           {ROOT_ENV: os.path.abspath(args.baseline)}))
     if args.mxnet:
-        frameworks.append(('mxnet', args.mxnet, None, None, None))
+        frameworks.append(('mxnet', args.mxnet, None, None))
     if args.torch:
-        frameworks.append(('torch', args.torch, None, None, None))
+        frameworks.append(('torch', args.torch, None, None))
     width = 10 + 19 * (len(frameworks) - 1)
     print('%-16s %5s %3s | %-*s | %-*s' % ('net', 'batch', 'thr', width, 'train samples/s',
                                            width, 'infer samples/s'))
     if args.rounds > 1:
         print('(best of %d interleaved rounds per figure)' % args.rounds)
-    if args.cpu_time:
-        print('(samples per second of process CPU time)')
     for net in nets:
         for batch in (int(b) for b in args.batch.split(',')):
             for threads in (int(t) for t in args.threads.split(',')):
                 res = {}
                 for _ in range(args.rounds):
-                    for fw, py, script, extra, root in frameworks:
+                    for fw, py, script, extra in frameworks:
                         kind = fw if fw in ('mxnet', 'torch') else 'ffnumba'
                         one = run_one(py, kind, net, batch, threads, args, ref=args.mxnet_ref,
-                                      script=script, extra=extra, root=root)
+                                      script=script, extra=extra)
                         best = res.get(fw)
-                        if one is not None and (best is None or one['train'] > best['train']):
+                        if one is None:
+                            continue
+                        if best is None:
                             res[fw] = one
-                        elif one is not None:
-                            best['infer'] = max(best['infer'], one['infer'])
+                        else:           # each mode's best round
+                            for mode in _modes(args):
+                                best[mode] = max(best[mode], one[mode])
                 mine = res.get('ffnumba')
                 if mine is None:
                     continue
-                cells = []
-                for mode in ('train', 'infer'):
+                cells = [] if not args.infer else ['%9s' % '-']
+                for mode in _modes(args):
                     cell = '%9.1f' % mine[mode]
                     for fw, tag in ([(v, v) for v in variants] +
                                     [('base', 'base'), ('mxnet', 'mx'), ('torch', 'pt')]):

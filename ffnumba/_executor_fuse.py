@@ -16,7 +16,11 @@ evaluation map (moving mean and variance, :func:`ffnumba.ops.nn.batch_norm.infer
 and the relu (or clip) are applied to each output row of the convolution while it is
 in cache, and the result goes straight into the last node's output buffer;
 the intermediate outputs are not written. The arithmetic is the unfused
-operators', so the outputs are bit-identical.
+operators', so the outputs are bit-identical. Likewise every
+``FullyConnected -> Activation('relu') | relu`` pair (the MLP layers, the
+classifier heads of VGG and AlexNet) runs as one call of
+:func:`ffnumba.ops.nn.fully_connected.fused_relu_forward_cpu`, the relu applied
+to the product's rows in cache.
 
 A chain never fuses across a value someone can observe: a graph output (also
 the outputs of a ``get_internals()`` group), a value with more than one
@@ -41,6 +45,7 @@ import numpy as np
 from .ndarray._device import host_compute
 from .ops.nn import batch_norm as _bn
 from .ops.nn import convolution as _conv
+from .ops.nn import fully_connected as _fc
 from .ops.nn._conv_epilogue import AFFINE, CLIP, RELU, make
 
 __all__ = ['FUSE_ENV', 'fusion_enabled', 'find_chains', 'lives_until', 'fused_plan']
@@ -75,7 +80,8 @@ def find_chains(view, shapes, types, ctx):
     """The fusable chains of a graph: a list of ``(conv, bn, act)`` node ids.
 
     ``bn`` or ``act`` is None where the chain lacks it; every chain has at
-    least two nodes. Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
+    least two nodes. ``conv`` may be a FullyConnected node (then ``bn`` is None
+    and ``act`` a relu). Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
 
     Parameters
     ----------
@@ -104,10 +110,16 @@ def find_chains(view, shapes, types, ctx):
 
     chains = []
     for nid, node in enumerate(view.nodes):
-        if node.op is None or node.op.name != 'Convolution':
+        if node.op is None or node.op.name not in ('Convolution', 'FullyConnected'):
             continue
         e = view.entry_ptr[nid]
         if np.dtype(types[e]) not in _FLOATS:
+            continue
+        if node.op.name == 'FullyConnected':
+            nxt = sole_consumer(nid)
+            if nxt is not None and _activation(view.nodes[nxt]) is not None \
+                    and _activation(view.nodes[nxt])[0] == RELU:
+                chains.append((nid, None, nxt))
             continue
         bn, act = None, None
         nxt = sole_consumer(nid)
@@ -131,9 +143,16 @@ def lives_until(view, chains):
     return out
 
 
-def _fused_call(conv, bn, act):
+def _fused_call(conv, bn, act, kind='Convolution'):
     """``fwd(ctx, p, ins, outs, aux)`` of one chain: the convolution with its epilogue
-    (records of the chain's nodes; ``bn``, ``act`` may be None)."""
+    (records of the chain's nodes; ``bn``, ``act`` may be None), or a FullyConnected
+    with its relu (``kind``: the first node's operator)."""
+    if kind == 'FullyConnected':
+        fc = _fc.fused_relu_forward_cpu
+
+        def fwd_fc(ctx, p, ins, outs, aux):
+            fc(ctx, p, ins, outs[0])
+        return fwd_fc
     fused = _conv.fused_forward_cpu
     mode, lo, hi = (0, 0.0, 0.0) if act is None else _activation(act)
     ep = make(conv.p.num_filter, lo, hi)     # this executor's own, refilled per call
@@ -180,7 +199,7 @@ def fused_plan(fwd_plan, chains, make_rec, nodes):
         r.nid, r.name, r.p, r.ctx, r.ins, r.aux = c.nid, c.name, c.p, c.ctx, c.ins, []
         r.outs = rec_of[nids[-1]].outs
         r.out_names = rec_of[nids[-1]].out_names
-        r.fwd = _fused_call(c, b, None if act is None else nodes[act])
+        r.fwd = _fused_call(c, b, None if act is None else nodes[act], nodes[conv].op.name)
         fused_at[nids[-1]] = r
         inner.update(nids)
     return [fused_at[r.nid] if r.nid in fused_at else r

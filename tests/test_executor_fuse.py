@@ -331,6 +331,11 @@ def _zoo():
 @pytest.mark.parametrize('name', ['resnet18_v1_32', 'inception_bn', 'mobilenet_v1',
                                   'mobilenet_v2', 'googlenet', 'vgg11_bn', 'resnet50_v1_32'])
 def test_zoo_inference_outputs_bitwise(monkeypatch, calls, name):
+    from ffnumba.ops.nn import fully_connected as fc_mod
+    fc_calls = []
+    real = fc_mod.fused_relu_forward_cpu
+    monkeypatch.setattr(fc_mod, 'fused_relu_forward_cpu',
+                        lambda *a: fc_calls.append(1) or real(*a))
     build, shape = _zoo()[name]
     net = build(S)
     fused, plain = _pair(monkeypatch, net, (2,) + shape)
@@ -340,7 +345,8 @@ def test_zoo_inference_outputs_bitwise(monkeypatch, calls, name):
     for y, ref in zip(ys, refs):
         np.testing.assert_array_equal(y.asnumpy(), ref.asnumpy())
         assert np.isfinite(y.asnumpy()).all()
-    assert len(calls) == len(fused.fused_nodes)
+    assert len(calls) + len(fc_calls) == len(fused.fused_nodes)
+    assert len(fc_calls) == (2 if name == 'vgg11_bn' else 0)     # its FullyConnected -> relu
 
 
 @pytest.mark.gpu

@@ -82,8 +82,8 @@ class SoftmaxOutputParam(Params):
 
 def _view(p, shape):
     """``(n, K, S)`` of the softmax view of a data shape."""
-    shape = tuple(shape)   # the CUDA simulator's shape type has no negative indexing
-    size = int(np.prod(shape, dtype=np.int64))
+    shape = tuple(int(d) for d in shape)   # (the CUDA simulator's shape type: no [-1])
+    size = math.prod(shape)                # (np.prod cost microseconds of every small forward)
     if p.multi_output:
         n, K = shape[0], (shape[1] if len(shape) > 1 else 1)
         return n, K, size // max(n * K, 1)

@@ -29,7 +29,8 @@ from numba import njit
 
 from ..templates import JIT
 
-__all__ = ['AFFINE', 'RELU', 'CLIP', 'SHORT_ROW', 'apply_row', 'apply_block', 'expand', 'apply_all',
+__all__ = ['AFFINE', 'RELU', 'CLIP', 'SHORT_ROW', 'apply_row', 'apply_block', 'apply_channels',
+           'expand', 'apply_all',
            'make', 'no_epilogue']
 
 #: Mode bits.
@@ -101,6 +102,13 @@ def _apply_flat(yf, start, n, rep, r0, lo, hi, mode):
         for i in range(s, e):
             v = yf.dtype.type(yf[i] * rep[0, i + d] + rep[1, i + d])
             yf[i] = lo if v < lo else (hi if v > hi else v)
+
+
+@njit(inline='always', **JIT)
+def apply_channels(yt, start, C, ep, mode):
+    """The epilogue of channels ``0..C`` of one position stored channels-last, ``yt[start + c]``
+    (the per-channel parameters are ``ep``'s rows, read in order: one vectorised loop)."""
+    _apply_flat(yt, start, C, ep, 0, ep[2, 0], ep[2, 1], mode)
 
 
 @njit(**JIT)

@@ -35,7 +35,8 @@ from numba import njit
 
 from ..templates import JIT
 from . import _conv_par as cp
-from ._conv_epilogue import apply_all, expand
+from ._cl_transpose import from_cl as _from_cl, to_cl as _to_cl
+from ._conv_epilogue import apply_all, apply_channels, expand
 from ._im2col import _valid, buffer
 
 __all__ = ['is_depthwise', 'cpu_depthwise', 'forward', 'backward']
@@ -312,19 +313,12 @@ def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, n
 
 
 @njit(**JIT)
-def _to_cl(src, base, C, P, dst):
-    """``dst[i, c] = src[base + c*P + i]`` for ``i < P`` (one sample to ``(P, C)``;
-    contiguous writes, strided reads: the faster order)."""
-    for i in range(P):
-        d = U(i * C)
-        s = U(base + i)
-        for c in range(U(C)):
-            dst[d + c] = src[s + c * U(P)]
+def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi, ep, ep_mode):
+    """Forward of samples ``nlo..nhi`` on ``(positions, C)`` copies; ``wt`` is ``(K, C)``.
 
-
-@njit(**JIT)
-def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi):
-    """Forward of samples ``nlo..nhi`` on ``(positions, C)`` copies; ``wt`` is ``(K, C)``."""
+    A fused convolution's epilogue ``ep_mode`` (:mod:`._conv_epilogue`) runs on each
+    position's channels in the copy, before it is written back (``ep=None``: a plain
+    convolution, compiled without it)."""
     C, H, W = dims[1], dims[3], dims[4]
     KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = (g[1], g[2], g[4], g[5], g[7], g[8], g[10],
                                               g[11], g[13], g[14])
@@ -353,10 +347,9 @@ def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi):
                         wr = wt[kh * KW + kw]
                         for c in range(U(C)):
                             yt[ob + c] += wr[c] * xt[ib + c]
-        yb = n * C * P
-        for c in range(C):
-            for i in range(P):
-                yf[yb + c * P + i] = yt[i * C + c]
+                if ep is not None:          # numba prunes this for a plain convolution
+                    apply_channels(yt, (oh * OW + ow) * C, C, ep, ep_mode)
+        _from_cl(yt, C, P, yf, n * C * P)
 
 
 @njit(**JIT)
@@ -535,8 +528,9 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
     wt = np.ascontiguousarray(w2.T) if kind == 'cl' else w2
     ranges = _ranges(dims[0], nt)
     y3 = y.reshape(dims[0], F, -1)
-    step = max(1, EP_BLOCK // max(1, y3.shape[1] * y3.shape[2])) if ep_mode else dims[0]
-    rep = expand(ep, F, y3.shape[2]) if ep_mode else None
+    blocks = ep_mode and kind != 'cl'    # the epilogue after blocks of samples
+    step = max(1, EP_BLOCK // max(1, y3.shape[1] * y3.shape[2])) if blocks else dims[0]
+    rep = expand(ep, F, y3.shape[2]) if blocks else None
 
     def part(t):
         for lo in range(ranges[t][0], ranges[t][1], step):
@@ -545,10 +539,10 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
                 _planes_fwd(xf, dims, w2, yf, bias, has_bias, g, scratch[t][0], lo, hi)
             elif kind == 'cl':
                 _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, scratch[t][0], scratch[t][1], lo,
-                        hi)
+                        hi, ep if ep_mode else None, ep_mode)
             else:
                 dw_forward3d(xf, dims, w2, yf, bias, has_bias, g, lo, hi)
-            if ep_mode != 0:
+            if blocks:          # (channels-last: applied inside)
                 apply_all(y3[lo:hi].reshape(-1), F, y3.shape[2], ep, rep, ep_mode)
     if nt == 1:
         part(0)

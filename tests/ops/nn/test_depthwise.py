@@ -107,6 +107,8 @@ def test_depthwise_matches_grouped_im2col(threads, cl_max, case, seed):
     ((3, 40, 4, 4), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
     ((3, 16, 2, 2), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
     ((3, 8, 9, 9), dict(kernel=(5, 5), pad=(2, 2), stride=(2, 2))),
+    # channels-last with tiled transposes: 40 channels (32 + 8), 225 input positions
+    ((2, 40, 15, 15), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
 ])
 def test_mobilenet_shapes_against_numpy(threads, dshape, p):
     """MobileNet-like layers (the kinds ``_kind`` picks for them) against the numpy
