@@ -11,6 +11,11 @@ raises the first error (so no part is still writing into an array when the
 caller sees the exception). Idle pool threads block on a queue: they take no
 CPU while they wait, unlike OpenBLAS's threads, which spin after each call.
 
+``split_range(fn, size)`` cuts a flat range of elements into one contiguous
+piece per kernel thread (:func:`kernel_threads`) and runs ``fn(lo, hi)`` on
+each over the ``'kernel'`` pool: the elementwise kernels (activations,
+optimizer updates, ...) use it, so their values do not depend on the split.
+
 Each use names its own pool (``'exec'``, ``'kernel'``, ...): a kernel split
 inside an executor that itself runs on the ``'exec'`` pool never waits for a
 thread of the pool it runs on. A call made from a thread of the pool it asks
@@ -20,7 +25,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ['get_pool', 'run_parallel', 'pool_used']
+__all__ = ['get_pool', 'run_parallel', 'pool_used', 'kernel_threads', 'split_range']
 
 _POOLS = {}
 _USED = set()
@@ -134,3 +139,60 @@ def pool_used(name):
     after each call) would take the core the pool's threads need.
     """
     return name in _USED
+
+
+#: Fewest elements per thread before :func:`split_range` splits a flat range: below
+#: it a fork-join (waking a pool thread, tens of microseconds) costs about what
+#: the second core saves on a memory-bound elementwise pass.
+SPLIT_MIN_ELEMS = 1 << 16
+#: Pieces of :func:`split_range` start at multiples of this many elements (a cache
+#: line of float32): two threads never write the same line.
+SPLIT_ALIGN = 16
+
+
+def kernel_threads(n):
+    """Threads to split ``n`` independent pieces of work over: numba's thread count, at most ``n``.
+
+    Multi-context runs cap BLAS at each context's share of the cores
+    (:func:`ffnumba.blas_threads.kernel_thread_cap`); a kernel then takes no
+    more threads than that share, so contexts running side by side do not
+    oversubscribe. At least 1.
+    """
+    from numba import get_num_threads
+    from .blas_threads import kernel_thread_cap
+    nt = int(get_num_threads())
+    cap = kernel_thread_cap()     # None unless several contexts or ranks share the cores
+    if cap:
+        nt = min(nt, int(cap))
+    return max(1, min(nt, int(n)))
+
+
+def split_range(fn, size, least=SPLIT_MIN_ELEMS):
+    """``fn(lo, hi)`` over ``[0, size)`` cut into one contiguous piece per kernel thread.
+
+    Parameters
+    ----------
+    fn : callable(int, int)
+        Works on elements ``lo..hi``; the pieces run concurrently (``nogil``
+        numba kernels truly in parallel), so ``fn`` must write only its own
+        elements.
+    size : int
+        Elements in all.
+    least : int, default :data:`SPLIT_MIN_ELEMS`
+        Fewest elements per thread; a smaller ``size`` runs as one call
+        ``fn(0, size)`` here (so does ``size == 0``).
+
+    Notes
+    -----
+    Piece boundaries are multiples of :data:`SPLIT_ALIGN`. Whichever thread
+    runs a piece (:func:`run_parallel`), an elementwise ``fn`` gives the same
+    values as one call over the whole range.
+    """
+    size = int(size)
+    nt = kernel_threads(size // max(1, int(least))) if size > 0 else 1
+    if nt <= 1:
+        fn(0, size)
+        return
+    cuts = [min(size, (size * t // nt + SPLIT_ALIGN - 1) // SPLIT_ALIGN * SPLIT_ALIGN)
+            for t in range(nt)] + [size]
+    run_parallel(lambda t: fn(cuts[t], cuts[t + 1]), nt, 'kernel')

@@ -117,3 +117,72 @@ def test_error_of_a_stolen_part_is_raised():
             run_parallel(part, 3, 'test-steal-err')
     finally:
         gate.set()
+
+
+@pytest.fixture
+def two_threads():
+    """numba at 2 threads (what :func:`kernel_threads` reads), restored afterwards."""
+    import numba
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip('numba was started with one thread')
+    before = numba.get_num_threads()
+    numba.set_num_threads(2)
+    yield
+    numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize('size, least, pieces', [
+    (0, 16, [(0, 0)]), (100, 64, [(0, 100)]),          # too small: one call here
+    (1000, 64, [(0, 512), (512, 1000)]),                # the cut rounded up to a multiple of 16
+    (40, 16, [(0, 32), (32, 40)]),
+])
+def test_split_range_pieces(two_threads, size, least, pieces):
+    from ffnumba.thread_pool import split_range
+    seen = []
+    split_range(lambda lo, hi: seen.append((lo, hi)), size, least)
+    assert sorted(seen) == pieces
+
+
+def test_split_range_on_one_thread_is_one_call():
+    import numba
+    from ffnumba.thread_pool import split_range
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        seen = []
+        split_range(lambda lo, hi: seen.append((lo, hi)), 1 << 20, 16)
+    finally:
+        numba.set_num_threads(before)
+    assert seen == [(0, 1 << 20)]
+
+
+def test_elementwise_ops_split_over_two_threads(two_threads, monkeypatch):
+    """Activation, an elementwise binary op and the SGD-momentum update on arrays large
+    enough to split: two pieces, and the values of one thread bit for bit."""
+    import numba
+    import ffnumba as ff
+    from ffnumba import thread_pool
+    calls = []
+    real = thread_pool.run_parallel
+    monkeypatch.setattr(thread_pool, 'run_parallel',
+                        lambda fn, n, pool='kernel': calls.append(n) or real(fn, n, pool))
+    rng = np.random.default_rng(0)
+    n = 3 * thread_pool.SPLIT_MIN_ELEMS + 5
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    w, g, m = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+
+    def run():
+        out = [ff.nd.Activation(ff.nd.array(x), act_type='tanh').asnumpy(),
+               ff.nd.elemwise_mul(ff.nd.array(x), ff.nd.array(y)).asnumpy()]
+        wa, ga, ma = ff.nd.array(w), ff.nd.array(g), ff.nd.array(m)
+        ff.nd.sgd_mom_update(wa, ga, ma, lr=0.1, momentum=0.9, wd=1e-4, out=wa)
+        return out + [wa.asnumpy(), ma.asnumpy()]
+    two = run()
+    assert calls and all(c == 2 for c in calls) and len(calls) >= 3
+    numba.set_num_threads(1)
+    one = run()
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(two[0], np.tanh(x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(two[1], x * y)
