@@ -11,9 +11,9 @@ raises the first error (so no part is still writing into an array when the
 caller sees the exception). Idle pool threads block on a queue: they take no
 CPU while they wait, unlike OpenBLAS's threads, which spin after each call.
 
-``split_range(fn, size)`` cuts a flat range of elements into one contiguous
-piece per kernel thread (:func:`kernel_threads`) and runs ``fn(lo, hi)`` on
-each over the ``'kernel'`` pool: the elementwise kernels (activations,
+``split_range(fn, size)`` cuts a flat range of elements into a few contiguous
+pieces per kernel thread (:func:`kernel_threads`) and runs ``fn(lo, hi)`` on
+each over the ``'kernel'`` pool, each thread claiming the next free piece: the elementwise kernels (activations,
 optimizer updates, ...) use it, so their values do not depend on the split.
 
 Each use names its own pool (``'exec'``, ``'kernel'``, ...): a kernel split
@@ -21,6 +21,7 @@ inside an executor that itself runs on the ``'exec'`` pool never waits for a
 thread of the pool it runs on. A call made from a thread of the pool it asks
 for runs its parts one after another instead of deadlocking.
 """
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -148,6 +149,8 @@ SPLIT_MIN_ELEMS = 1 << 16
 #: Pieces of :func:`split_range` start at multiples of this many elements (a cache
 #: line of float32): two threads never write the same line.
 SPLIT_ALIGN = 16
+#: Most pieces per thread of :func:`split_range` (claimed one at a time).
+PIECES_PER_THREAD = 4
 
 
 def kernel_threads(n):
@@ -167,7 +170,7 @@ def kernel_threads(n):
     return max(1, min(nt, int(n)))
 
 
-def split_range(fn, size, least=SPLIT_MIN_ELEMS):
+def split_range(fn, size, least=SPLIT_MIN_ELEMS, align=SPLIT_ALIGN):
     """``fn(lo, hi)`` over ``[0, size)`` cut into one contiguous piece per kernel thread.
 
     Parameters
@@ -181,18 +184,34 @@ def split_range(fn, size, least=SPLIT_MIN_ELEMS):
     least : int, default :data:`SPLIT_MIN_ELEMS`
         Fewest elements per thread; a smaller ``size`` runs as one call
         ``fn(0, size)`` here (so does ``size == 0``).
+    align : int, default :data:`SPLIT_ALIGN`
+        Pieces start at multiples of it (1 for ranges of channels or filters).
 
     Notes
     -----
-    Piece boundaries are multiples of :data:`SPLIT_ALIGN`. Whichever thread
-    runs a piece (:func:`run_parallel`), an elementwise ``fn`` gives the same
-    values as one call over the whole range.
+    The range is cut into up to :data:`PIECES_PER_THREAD` pieces per thread
+    (each at least about ``least / PIECES_PER_THREAD`` elements), and each
+    thread takes the next unclaimed piece until none is left: a thread that
+    starts late (another process held its core) leaves its pieces to the
+    others instead of making them wait for a whole share. Piece boundaries
+    are multiples of ``align``. Whichever thread runs a piece, an
+    elementwise ``fn`` gives the same values as one call over the whole range.
     """
-    size = int(size)
-    nt = kernel_threads(size // max(1, int(least))) if size > 0 else 1
+    size, least = int(size), max(1, int(least))
+    nt = kernel_threads(size // least) if size >= 2 * least else 1
     if nt <= 1:
         fn(0, size)
         return
-    cuts = [min(size, (size * t // nt + SPLIT_ALIGN - 1) // SPLIT_ALIGN * SPLIT_ALIGN)
-            for t in range(nt)] + [size]
-    run_parallel(lambda t: fn(cuts[t], cuts[t + 1]), nt, 'kernel')
+    pieces = max(nt, min(PIECES_PER_THREAD * nt, size // max(1, least // PIECES_PER_THREAD)))
+    align = max(1, int(align))
+    cuts = [min(size, (size * t // pieces + align - 1) // align * align)
+            for t in range(pieces)] + [size]
+    claim = itertools.count()      # next() is atomic under the GIL
+
+    def worker(_):
+        for i in iter(claim.__next__, None):
+            if i >= pieces:
+                return
+            if cuts[i] < cuts[i + 1]:
+                fn(cuts[i], cuts[i + 1])
+    run_parallel(worker, nt, 'kernel')

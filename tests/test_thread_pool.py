@@ -1,4 +1,5 @@
 """The fork-join helper shared by the executor group, the kvstore and the kernels."""
+import os
 import threading
 import time
 
@@ -131,16 +132,41 @@ def two_threads():
     numba.set_num_threads(before)
 
 
-@pytest.mark.parametrize('size, least, pieces', [
-    (0, 16, [(0, 0)]), (100, 64, [(0, 100)]),          # too small: one call here
-    (1000, 64, [(0, 512), (512, 1000)]),                # the cut rounded up to a multiple of 16
-    (40, 16, [(0, 32), (32, 40)]),
+@pytest.mark.parametrize('size, least, count', [
+    (0, 16, 1), (100, 64, 1),          # too small: one call here
+    (1000, 64, 8),                      # 4 pieces per thread
+    (40, 16, 3),                        # pieces of at least one 16-element line
 ])
-def test_split_range_pieces(two_threads, size, least, pieces):
+def test_split_range_pieces(two_threads, size, least, count):
     from ffnumba.thread_pool import split_range
-    seen = []
-    split_range(lambda lo, hi: seen.append((lo, hi)), size, least)
-    assert sorted(seen) == pieces
+    seen, names = [], set()
+
+    def fn(lo, hi):
+        seen.append((lo, hi))
+        names.add(threading.current_thread().name)
+    split_range(fn, size, least)
+    seen.sort()
+    assert len(seen) == count
+    assert seen[0][0] == 0 and seen[-1][1] == size
+    assert all(a[1] == b[0] for a, b in zip(seen, seen[1:]))      # contiguous, disjoint
+    assert all(lo % 16 == 0 and lo < hi for lo, hi in seen[1:])
+
+
+def test_split_range_late_thread_leaves_pieces_to_the_caller(two_threads):
+    """A pool thread that is not scheduled (here: busy) does not hold the caller up: the
+    caller claims every piece it has not started."""
+    from ffnumba.thread_pool import get_pool, split_range
+    pool = get_pool('kernel', 1)
+    gate = threading.Event()
+    blockers = [pool.submit(gate.wait) for _ in range(os.cpu_count() or 1)]
+    try:
+        seen = []
+        split_range(lambda lo, hi: seen.append(threading.current_thread().name), 1 << 20, 1 << 16)
+        assert len(seen) == 8 and set(seen) == {threading.current_thread().name}
+    finally:
+        gate.set()
+        for b in blockers:
+            b.result()
 
 
 def test_split_range_on_one_thread_is_one_call():

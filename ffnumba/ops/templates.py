@@ -7,7 +7,7 @@ scalar; ignored by ops that take none) and a derivative ``df(v, a, b)`` where
 into:
 
 * CPU kernels: ``@njit(cache=True, nogil=True)`` loops over flat views, large
-  arrays cut into one piece per thread (:func:`ffnumba.thread_pool.split_range`);
+  arrays cut into pieces the threads share (:func:`ffnumba.thread_pool.split_range`);
 * GPU kernels: grid-stride ``@cuda.jit`` loops, built on first GPU use (so
   importing ffnumba never needs numba-cuda);
 

@@ -18,7 +18,7 @@ homogeneous named tuple type per optimizer and dtype.
 :func:`make_update` wraps the step in
 
 * a CPU kernel, ``@njit(cache=True, nogil=True)``, one pass over flat arrays
-  (a large weight cut into one piece per thread:
+  (a large weight cut into pieces the threads share:
   :func:`ffnumba.thread_pool.split_range`);
 * a lazy GPU twin, a grid-stride ``@cuda.jit`` loop calling the same step;
 
@@ -261,7 +261,7 @@ class FusedUpdate:
         work = [np.ascontiguousarray(h, np.float32 if h.dtype == np.float16 else h.dtype)
                 for h in hosts]
         flat, kernel, wg = [_flat(a) for a in work], self.cpu[n], bool(write_grad)
-        # one piece per thread for large weights: elementwise, so the same values
+        # large weights cut into pieces the threads share: elementwise, so the same values
         split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg), weight.size)
         for k, (orig, h, wk) in enumerate(zip(arrays, hosts, work)):
             if k == 1 and not write_grad:

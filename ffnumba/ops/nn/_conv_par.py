@@ -231,7 +231,7 @@ def conv_backward_channels(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf,
 
 def _filter_split(fn, F, C):
     """``fn(lo, hi)`` over filters ``0..F``, cut over the kernel threads for large weights."""
-    split_range(fn, F, max(1, SPLIT_MIN_ELEMS // (16 * C)))
+    split_range(fn, F, max(1, SPLIT_MIN_ELEMS // (16 * C)), 1)
 
 
 def transform_filters(ft, w, u, us):

@@ -121,7 +121,7 @@ def test_filter_transforms_split_by_filters(threads, m):
     ft, ftt = (w4.filter_transform, w4.filter_transform_t) if m == 4 else \
         (wg.filter_transform, wg.filter_transform_t)
     rng = np.random.default_rng(4)
-    F, C = 160, 64                                # 160 filters: over 2 * 64 needed to split
+    F, C = 160, 64                                # 160 filters: over 2 * 64 split
     a2 = (m + 2) ** 2
     us = wg.stride(F * C)
     w = rng.standard_normal((F, C, 3, 3)).astype(np.float32)
@@ -131,7 +131,7 @@ def test_filter_transforms_split_by_filters(threads, m):
     ft(w, u1, us)
     threads(2)
     cp.transform_filters(lambda *a: seen.append(a[0].shape[0]) or ft(*a), w, u2, us)
-    assert sorted(seen) == [80, 80]
+    assert sum(seen) == F and len(seen) > 1
     np.testing.assert_array_equal(u1, u2)
     du = rng.standard_normal(a2 * us).astype(np.float32)
     for add in (False, True):
