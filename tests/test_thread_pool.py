@@ -212,3 +212,28 @@ def test_elementwise_ops_split_over_two_threads(two_threads, monkeypatch):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(two[0], np.tanh(x), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(two[1], x * y)
+
+
+def test_concat_splits_over_two_threads(two_threads, monkeypatch):
+    """Concat's copies cut by samples over the pool: np.concatenate's values, and the
+    gradient slices (write and add) back."""
+    from ffnumba import thread_pool
+    from ffnumba.ops.registry import get_op
+    calls = []
+    real = thread_pool.run_parallel
+    monkeypatch.setattr(thread_pool, 'run_parallel',
+                        lambda fn, n, pool='kernel': calls.append(n) or real(fn, n, pool))
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((64, c, 33, 17)).astype(np.float32) for c in (3, 5, 2)]
+    op = get_op('Concat')
+    p = op.parse_params({'num_args': 3, 'dim': 1})
+    out = np.empty((64, 10, 33, 17), np.float32)
+    op.forward['cpu'](None, p, xs, [out], [])
+    np.testing.assert_array_equal(out, np.concatenate(xs, axis=1))
+    head = rng.standard_normal(out.shape).astype(np.float32)
+    grads = [np.ones_like(x) for x in xs]
+    op.backward['cpu'](None, p, [head], xs, [out], grads, ['write', 'null', 'add'], [])
+    np.testing.assert_array_equal(grads[0], head[:, :3])
+    np.testing.assert_array_equal(grads[1], np.ones_like(xs[1]))
+    np.testing.assert_array_equal(grads[2], head[:, 8:] + 1)
+    assert calls == [2, 2]
