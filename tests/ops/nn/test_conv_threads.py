@@ -22,11 +22,14 @@ def _run(p, arrays, head):
 
 
 @pytest.fixture
-def threads():
-    """``threads(n)`` sets numba's thread count; the count is restored afterwards."""
+def threads(monkeypatch):
+    """``threads(n)`` sets numba's thread count; the count is restored afterwards. No
+    multi-context cap left by an earlier test (it is process-wide)."""
     import numba
+    from ffnumba import blas_threads
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip('numba was started with one thread')
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', False)
     before = numba.get_num_threads()
     yield numba.set_num_threads
     numba.set_num_threads(before)
