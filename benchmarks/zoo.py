@@ -9,6 +9,7 @@
     python benchmarks/zoo.py --variant openblas:FFNUMBA_GEMM=openblas  # a switch, same run
     python benchmarks/zoo.py --infer --threads 1 --baseline /tmp/old --mxnet PY  # inference only
     python benchmarks/zoo.py --threads 1 --cpu-time ...   # process CPU time: a loaded machine
+    python benchmarks/zoo.py --threads 1,2 --compete 1         # beside a busy process
 
 Each network of ``zoo_nets.NETS`` (the same builder code makes the ffnumba and the MXNet
 graph) is measured in its own child process per (framework, net, batch, threads), and
@@ -191,6 +192,9 @@ def main():
                         'on a loaded machine; with --threads 1 it is the work done, with '
                         'more it sums the threads')
     p.add_argument('--timeout', type=int, default=1800)
+    p.add_argument('--compete', type=int, default=0, metavar='N',
+                   help='run N busy processes (while 1: pass) for the whole measurement: '
+                        'throughput should drop by about the cores they take, not collapse')
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     p.add_argument('--framework', default='ffnumba', help=argparse.SUPPRESS)
     p.add_argument('--net', help=argparse.SUPPRESS)
@@ -221,6 +225,18 @@ def main():
         frameworks.append(('mxnet', args.mxnet, None, None))
     if args.torch:
         frameworks.append(('torch', args.torch, None, None))
+    busy = [subprocess.Popen([sys.executable, '-c', 'while 1: pass'])
+            for _ in range(args.compete)]
+    try:
+        table(args, nets, frameworks, variants)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+
+
+def table(args, nets, frameworks, variants):
+    """Run every configuration (interleaved over ``frameworks``) and print its row."""
     width = 10 + 19 * (len(frameworks) - 1)
     print('%-16s %5s %3s | %-*s | %-*s' % ('net', 'batch', 'thr', width, 'train samples/s',
                                            width, 'infer samples/s'))

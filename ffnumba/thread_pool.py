@@ -11,16 +11,22 @@ raises the first error (so no part is still writing into an array when the
 caller sees the exception). Idle pool threads block on a queue: they take no
 CPU while they wait, unlike OpenBLAS's threads, which spin after each call.
 
+``split_range(fn, size)`` cuts a flat range of elements into a few contiguous
+pieces per kernel thread (:func:`kernel_threads`) and runs ``fn(lo, hi)`` on
+each over the ``'kernel'`` pool, each thread claiming the next free piece: the elementwise kernels (activations,
+optimizer updates, ...) use it, so their values do not depend on the split.
+
 Each use names its own pool (``'exec'``, ``'kernel'``, ...): a kernel split
 inside an executor that itself runs on the ``'exec'`` pool never waits for a
 thread of the pool it runs on. A call made from a thread of the pool it asks
 for runs its parts one after another instead of deadlocking.
 """
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ['get_pool', 'run_parallel', 'pool_used']
+__all__ = ['get_pool', 'run_parallel', 'pool_used', 'kernel_threads', 'split_range']
 
 _POOLS = {}
 _USED = set()
@@ -134,3 +140,78 @@ def pool_used(name):
     after each call) would take the core the pool's threads need.
     """
     return name in _USED
+
+
+#: Fewest elements per thread before :func:`split_range` splits a flat range: below
+#: it a fork-join (waking a pool thread, tens of microseconds) costs about what
+#: the second core saves on a memory-bound elementwise pass.
+SPLIT_MIN_ELEMS = 1 << 16
+#: Pieces of :func:`split_range` start at multiples of this many elements (a cache
+#: line of float32): two threads never write the same line.
+SPLIT_ALIGN = 16
+#: Most pieces per thread of :func:`split_range` (claimed one at a time).
+PIECES_PER_THREAD = 4
+
+
+def kernel_threads(n):
+    """Threads to split ``n`` independent pieces of work over: numba's thread count, at most ``n``.
+
+    Multi-context runs cap BLAS at each context's share of the cores
+    (:func:`ffnumba.blas_threads.kernel_thread_cap`); a kernel then takes no
+    more threads than that share, so contexts running side by side do not
+    oversubscribe. At least 1.
+    """
+    from numba import get_num_threads
+    from .blas_threads import kernel_thread_cap
+    nt = int(get_num_threads())
+    cap = kernel_thread_cap()     # None unless several contexts or ranks share the cores
+    if cap:
+        nt = min(nt, int(cap))
+    return max(1, min(nt, int(n)))
+
+
+def split_range(fn, size, least=SPLIT_MIN_ELEMS, align=SPLIT_ALIGN):
+    """``fn(lo, hi)`` over ``[0, size)`` cut into one contiguous piece per kernel thread.
+
+    Parameters
+    ----------
+    fn : callable(int, int)
+        Works on elements ``lo..hi``; the pieces run concurrently (``nogil``
+        numba kernels truly in parallel), so ``fn`` must write only its own
+        elements.
+    size : int
+        Elements in all.
+    least : int, default :data:`SPLIT_MIN_ELEMS`
+        Fewest elements per thread; a smaller ``size`` runs as one call
+        ``fn(0, size)`` here (so does ``size == 0``).
+    align : int, default :data:`SPLIT_ALIGN`
+        Pieces start at multiples of it (1 for ranges of channels or filters).
+
+    Notes
+    -----
+    The range is cut into up to :data:`PIECES_PER_THREAD` pieces per thread
+    (each at least about ``least / PIECES_PER_THREAD`` elements), and each
+    thread takes the next unclaimed piece until none is left: a thread that
+    starts late (another process held its core) leaves its pieces to the
+    others instead of making them wait for a whole share. Piece boundaries
+    are multiples of ``align``. Whichever thread runs a piece, an
+    elementwise ``fn`` gives the same values as one call over the whole range.
+    """
+    size, least = int(size), max(1, int(least))
+    nt = kernel_threads(size // least) if size >= 2 * least else 1
+    if nt <= 1:
+        fn(0, size)
+        return
+    pieces = max(nt, min(PIECES_PER_THREAD * nt, size // max(1, least // PIECES_PER_THREAD)))
+    align = max(1, int(align))
+    cuts = [min(size, (size * t // pieces + align - 1) // align * align)
+            for t in range(pieces)] + [size]
+    claim = itertools.count()      # next() is atomic under the GIL
+
+    def worker(_):
+        for i in iter(claim.__next__, None):
+            if i >= pieces:
+                return
+            if cuts[i] < cuts[i + 1]:
+                fn(cuts[i], cuts[i + 1])
+    run_parallel(worker, nt, 'kernel')

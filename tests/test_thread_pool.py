@@ -1,4 +1,5 @@
 """The fork-join helper shared by the executor group, the kvstore and the kernels."""
+import os
 import threading
 import time
 
@@ -117,3 +118,125 @@ def test_error_of_a_stolen_part_is_raised():
             run_parallel(part, 3, 'test-steal-err')
     finally:
         gate.set()
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """numba at 2 threads (what :func:`kernel_threads` reads), restored afterwards; no
+    multi-context cap left by an earlier test (it is process-wide)."""
+    import numba
+    from ffnumba import blas_threads
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip('numba was started with one thread')
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', False)
+    before = numba.get_num_threads()
+    numba.set_num_threads(2)
+    yield
+    numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize('size, least, count', [
+    (0, 16, 1), (100, 64, 1),          # too small: one call here
+    (1000, 64, 8),                      # 4 pieces per thread
+    (40, 16, 3),                        # pieces of at least one 16-element line
+])
+def test_split_range_pieces(two_threads, size, least, count):
+    from ffnumba.thread_pool import split_range
+    seen, names = [], set()
+
+    def fn(lo, hi):
+        seen.append((lo, hi))
+        names.add(threading.current_thread().name)
+    split_range(fn, size, least)
+    seen.sort()
+    assert len(seen) == count
+    assert seen[0][0] == 0 and seen[-1][1] == size
+    assert all(a[1] == b[0] for a, b in zip(seen, seen[1:]))      # contiguous, disjoint
+    assert all(lo % 16 == 0 and lo < hi for lo, hi in seen[1:])
+
+
+def test_split_range_late_thread_leaves_pieces_to_the_caller(two_threads):
+    """A pool thread that is not scheduled (here: busy) does not hold the caller up: the
+    caller claims every piece it has not started."""
+    from ffnumba.thread_pool import get_pool, split_range
+    pool = get_pool('kernel', 1)
+    gate = threading.Event()
+    blockers = [pool.submit(gate.wait) for _ in range(os.cpu_count() or 1)]
+    try:
+        seen = []
+        split_range(lambda lo, hi: seen.append(threading.current_thread().name), 1 << 20, 1 << 16)
+        assert len(seen) == 8 and set(seen) == {threading.current_thread().name}
+    finally:
+        gate.set()
+        for b in blockers:
+            b.result()
+
+
+def test_split_range_on_one_thread_is_one_call():
+    import numba
+    from ffnumba.thread_pool import split_range
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        seen = []
+        split_range(lambda lo, hi: seen.append((lo, hi)), 1 << 20, 16)
+    finally:
+        numba.set_num_threads(before)
+    assert seen == [(0, 1 << 20)]
+
+
+def test_elementwise_ops_split_over_two_threads(two_threads, monkeypatch):
+    """Activation, an elementwise binary op and the SGD-momentum update on arrays large
+    enough to split: two pieces, and the values of one thread bit for bit."""
+    import numba
+    import ffnumba as ff
+    from ffnumba import thread_pool
+    calls = []
+    real = thread_pool.run_parallel
+    monkeypatch.setattr(thread_pool, 'run_parallel',
+                        lambda fn, n, pool='kernel': calls.append(n) or real(fn, n, pool))
+    rng = np.random.default_rng(0)
+    n = 3 * thread_pool.SPLIT_MIN_ELEMS + 5
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    w, g, m = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+
+    def run():
+        out = [ff.nd.Activation(ff.nd.array(x), act_type='tanh').asnumpy(),
+               ff.nd.elemwise_mul(ff.nd.array(x), ff.nd.array(y)).asnumpy()]
+        wa, ga, ma = ff.nd.array(w), ff.nd.array(g), ff.nd.array(m)
+        ff.nd.sgd_mom_update(wa, ga, ma, lr=0.1, momentum=0.9, wd=1e-4, out=wa)
+        return out + [wa.asnumpy(), ma.asnumpy()]
+    two = run()
+    assert calls and all(c == 2 for c in calls) and len(calls) >= 3
+    numba.set_num_threads(1)
+    one = run()
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(two[0], np.tanh(x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(two[1], x * y)
+
+
+def test_concat_splits_over_two_threads(two_threads, monkeypatch):
+    """Concat's copies cut by samples over the pool: np.concatenate's values, and the
+    gradient slices (write and add) back."""
+    from ffnumba import thread_pool
+    from ffnumba.ops.registry import get_op
+    calls = []
+    real = thread_pool.run_parallel
+    monkeypatch.setattr(thread_pool, 'run_parallel',
+                        lambda fn, n, pool='kernel': calls.append(n) or real(fn, n, pool))
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((64, c, 33, 17)).astype(np.float32) for c in (3, 5, 2)]
+    op = get_op('Concat')
+    p = op.parse_params({'num_args': 3, 'dim': 1})
+    out = np.empty((64, 10, 33, 17), np.float32)
+    op.forward['cpu'](None, p, xs, [out], [])
+    np.testing.assert_array_equal(out, np.concatenate(xs, axis=1))
+    head = rng.standard_normal(out.shape).astype(np.float32)
+    grads = [np.ones_like(x) for x in xs]
+    op.backward['cpu'](None, p, [head], xs, [out], grads, ['write', 'null', 'add'], [])
+    np.testing.assert_array_equal(grads[0], head[:, :3])
+    np.testing.assert_array_equal(grads[1], np.ones_like(xs[1]))
+    np.testing.assert_array_equal(grads[2], head[:, 8:] + 1)
+    assert calls == [2, 2]

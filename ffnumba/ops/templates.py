@@ -6,7 +6,8 @@ scalar; ignored by ops that take none) and a derivative ``df(v, a, b)`` where
 ``v`` is the input or the output, as the op declares. The templates turn them
 into:
 
-* CPU kernels: ``@njit(cache=True, nogil=True)`` loops over flat views;
+* CPU kernels: ``@njit(cache=True, nogil=True)`` loops over flat views, large
+  arrays cut into pieces the threads share (:func:`ffnumba.thread_pool.split_range`);
 * GPU kernels: grid-stride ``@cuda.jit`` loops, built on first GPU use (so
   importing ffnumba never needs numba-cuda);
 
@@ -21,6 +22,7 @@ The templates for operands of different shapes (:func:`make_binary_broadcast`,
 module uses them), but ``GPU_THREADS`` is read from :mod:`ffnumba.jit` only.
 """
 
+from ..thread_pool import split_range
 from ..jit import (JIT, FASTMATH, LazyCudaKernel, launch_1d, import_cuda,  # noqa: F401
                    f16_safe, stable_cache_key, fill_gpu, lazy_njit, _flat, _up, _down)
 
@@ -109,15 +111,17 @@ def make_unary(f, df, grad_uses='input', scalars=None):
     @f16_safe
     def forward(ctx, p, inputs, outputs, aux):
         a, b = get(p)
-        fwd_cpu(_flat(inputs[0]), _flat(outputs[0]), a, b)
+        x, y = _flat(inputs[0]), _flat(outputs[0])
+        split_range(lambda lo, hi: fwd_cpu(x[lo:hi], y[lo:hi], a, b), x.size)
 
     @f16_safe
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         if req[0] == 'null':
             return
         a, b = get(p)
-        v = outputs[0] if use_out else inputs[0]
-        bwd_cpu(_flat(v), _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add', a, b)
+        v = _flat(outputs[0] if use_out else inputs[0])
+        og, ig, add = _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add'
+        split_range(lambda lo, hi: bwd_cpu(v[lo:hi], og[lo:hi], ig[lo:hi], add, a, b), v.size)
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         a, b = get(p)
@@ -212,14 +216,17 @@ def make_binary(f, dfa, dfb):
 
     @f16_safe
     def forward(ctx, p, inputs, outputs, aux):
-        fwd_cpu(_flat(inputs[0]), _flat(inputs[1]), _flat(outputs[0]))
+        x, y, out = _flat(inputs[0]), _flat(inputs[1]), _flat(outputs[0])
+        split_range(lambda lo, hi: fwd_cpu(x[lo:hi], y[lo:hi], out[lo:hi]), x.size)
 
     @f16_safe
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         og = _flat(out_grads[0])
         ga, gb, ma, mb = _grads(in_grads, req, og)
         if ma or mb:
-            bwd_cpu(_flat(inputs[0]), _flat(inputs[1]), og, ga, gb, ma, mb)
+            x, y = _flat(inputs[0]), _flat(inputs[1])
+            split_range(lambda lo, hi: bwd_cpu(x[lo:hi], y[lo:hi], og[lo:hi], ga[lo:hi],
+                                               gb[lo:hi], ma, mb), x.size)
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         x = _flat(inputs[0])

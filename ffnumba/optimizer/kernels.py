@@ -17,7 +17,9 @@ homogeneous named tuple type per optimizer and dtype.
 
 :func:`make_update` wraps the step in
 
-* a CPU kernel, ``@njit(cache=True, nogil=True)``, one pass over flat arrays;
+* a CPU kernel, ``@njit(cache=True, nogil=True)``, one pass over flat arrays
+  (a large weight cut into pieces the threads share:
+  :func:`ffnumba.thread_pool.split_range`);
 * a lazy GPU twin, a grid-stride ``@cuda.jit`` loop calling the same step;
 
 so one read and one write of each array per update (memory-bound). Both
@@ -45,6 +47,7 @@ from numba import njit
 
 from ..base import DTypeError, FFError, ShapeError
 from ..jit import JIT, LazyCudaKernel, LazyKernel, import_cuda, stable_cache_key
+from ..thread_pool import split_range
 
 __all__ = ['make_update', 'hp_record', 'FusedUpdate', 'clip', 'cuda', 'MAX_STATES']
 
@@ -257,7 +260,9 @@ class FusedUpdate:
         hosts = [a.copy_to_host() if gpu else a for a in arrays]
         work = [np.ascontiguousarray(h, np.float32 if h.dtype == np.float16 else h.dtype)
                 for h in hosts]
-        self.cpu[n](*[_flat(a) for a in work], hp, bool(write_grad))
+        flat, kernel, wg = [_flat(a) for a in work], self.cpu[n], bool(write_grad)
+        # large weights cut into pieces the threads share: elementwise, so the same values
+        split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg), weight.size)
         for k, (orig, h, wk) in enumerate(zip(arrays, hosts, work)):
             if k == 1 and not write_grad:
                 continue

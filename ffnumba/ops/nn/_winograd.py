@@ -58,7 +58,7 @@ from .._gemm import gemm
 from . import _im2col as ic
 from ._conv_epilogue import apply_block, expand
 from . import _winograd4 as w4
-from ._conv_par import run_split, split_threads
+from ._conv_par import run_split, split_threads, sum_parts, transform_filters, transform_filters_t
 
 __all__ = ['tiles', 'chunk_size', 'filter_transform', 'filter_transform_t', 'forward_range',
            'backward_range', 'stride', 'forward', 'backward', 'enabled', 'eligible', 'ALPHA',
@@ -542,7 +542,7 @@ def forward(state, x, w, bias, y, pad, m=2, ep=None, ep_mode=0):
     nt = split_threads(N)
     nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us) = _plan(state, x.shape, F, OH, OW,
                                                                x.dtype, nt, m)
-    (w4.filter_transform if m == 4 else filter_transform)(w, u, us)
+    transform_filters(w4.filter_transform if m == 4 else filter_transform, w, u, us)
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
@@ -574,7 +574,7 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
                                                                x.dtype, nt, m)
     a2 = (m + 2) * (m + 2)
     if mode_dx:
-        (w4.filter_transform if m == 4 else filter_transform)(w, u, us)
+        transform_filters(w4.filter_transform if m == 4 else filter_transform, w, u, us)
     dus = ic.buffer(state, 'wino_du', nt * a2 * us, x.dtype).reshape((nt, a2 * us))
     parts = ic.buffer(state, 'wino_part', nt * F * C, x.dtype)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
@@ -594,7 +594,7 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
     if mode_dw:
         du = dus[0]
         if nt > 1:      # the (F, C) matrices only: the stride's padding is never written
-            rows = dus.reshape((nt, a2, us))[:, :, :F * C]
-            for t in range(1, nt):
-                rows[0] += rows[t]
-        (w4.filter_transform_t if m == 4 else filter_transform_t)(du, us, dw, mode_dw == 2)
+            rows = dus.reshape((nt, a2, us))
+            sum_parts(rows, 1, rows[0], F * C, False)
+        transform_filters_t(w4.filter_transform_t if m == 4 else filter_transform_t, du, us, dw,
+                            mode_dw == 2)

@@ -277,14 +277,11 @@ def _bwd_range(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, a
 
 
 def _run_channels(kernel, size, c, *args):
-    """``kernel(*args, clo, chi)`` over all ``c`` channels, split over threads when
-    the data has at least :data:`PAR_MIN_ELEMS` elements."""
-    from ._conv_par import run_split, split_threads
-    nt = split_threads(c) if size >= PAR_MIN_ELEMS else 1
-    if nt == 1:
-        kernel(*args, 0, c)
-        return
-    run_split(lambda t: kernel(*args, c * t // nt, c * (t + 1) // nt), nt)
+    """``kernel(*args, clo, chi)`` over all ``c`` channels, split over threads (ranges
+    of channels the threads claim, :func:`ffnumba.thread_pool.split_range`) when
+    each gets at least :data:`PAR_MIN_ELEMS` elements."""
+    from ...thread_pool import split_range
+    split_range(lambda lo, hi: kernel(*args, lo, hi), c, -(-PAR_MIN_ELEMS * c // max(1, size)), 1)
 
 
 # ----------------------------------------------------------------- compute

@@ -414,7 +414,10 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
     """Data and weight gradients (modes 0 skip, 1 write, 2 add) by the layer's CPU path.
 
-    Depthwise kernels, Winograd F(2x2, 3x3) or F(4x4, 3x3), or im2col, chosen as in the forward.
+    Depthwise kernels, Winograd F(2x2, 3x3) or F(4x4, 3x3), or im2col, chosen as in the
+    forward; except that on several threads a layer whose backward splits by input
+    channels (:func:`_by_channels`) runs im2col that way instead of Winograd, whose
+    per-thread transformed weight gradients (16 times the weight each) scale poorly.
     """
     G, F = p.num_group, p.num_filter
     geom = _geom(p, x, dy)
@@ -422,17 +425,19 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
         dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
                      mode_dx, mode_dw, geom)
         return
+    x5 = ic.as5d(x.shape)
+    nt = cp.split_threads(x5[0])
+    w3 = w.reshape(G, F // G, -1)
+    if _by_channels(state, p, x, w3, dy, in_grads, mode_dx, mode_dw, geom, x5, nt):
+        return
     m = _use_winograd(p, x.shape, dy.shape, (x, w, dy), True)
     if m:
         wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
                     in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2], m)
         return
-    x5 = ic.as5d(x.shape)
-    nt = cp.split_threads(x5[0])
-    nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
-    w3 = w.reshape(G, F // G, -1)
-    dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
     dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
+    nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
+    dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
     args = (x.reshape(-1), x5, w3, dy.reshape(dy.shape[0], F, -1), dx, dw, mode_dx, mode_dw,
             colbuf, tmpbuf, partbuf)
     if nt == 1:
@@ -441,6 +446,26 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
     dwparts = ic.buffer(state, 'dwparts', nt * w3.size, x.dtype)
     with numba_blas_single_thread():
         cp.conv_backward_par(*args, dwparts.reshape((nt,) + w3.shape), nb, geom, nt)
+
+
+def _by_channels(state, p, x, w3, dy, in_grads, mode_dx, mode_dw, geom, x5, nt):
+    """The im2col backward split by input channels (:func:`._conv_par.channel_split`), or False."""
+    N, C, F = x5[0], x5[1], p.num_filter
+    K = geom[0] * geom[1] * geom[2]
+    P = geom[12] * geom[13] * geom[14]
+    nbc = ic.chunk_size(N, C * K, P, ic.is_pointwise(geom))     # one thread's chunks
+    if not mode_dw or not cp.channel_split(N, C, p.num_group, nbc, nt, w3.size):
+        return False
+    rmax = -(-C // nt) * K
+    colbuf = ic.buffer(state, 'col', nt * rmax * nbc * P, x.dtype)
+    tmpbuf = ic.buffer(state, 'tmp', nt * F * nbc * P, x.dtype)
+    partbuf = ic.buffer(state, 'part', nt * F * rmax, x.dtype)
+    dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
+    with numba_blas_single_thread():
+        cp.conv_backward_channels(x.reshape(-1), x5, w3[0], dy.reshape(N, F, -1), dx,
+                                  in_grads[1].reshape(w3[0].shape), mode_dx, mode_dw,
+                                  colbuf, tmpbuf, partbuf, nbc, geom, nt)
+    return True
 
 
 # ------------------------------------------------------------------ GPU compute

@@ -24,6 +24,7 @@ MXNet 1.9.1.
 from ...base import ShapeError
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
+from ...thread_pool import SPLIT_MIN_ELEMS, split_range
 from ..templates import fill_gpu
 from .shape import _axis, _gpu_block, _outer_inner, _put, _size
 
@@ -86,25 +87,42 @@ def _as3(x, axis):
     return x.reshape(_size(x.shape[:axis]), x.shape[axis], _size(x.shape[axis + 1:]))
 
 
+def _by_outer(fn, o3):
+    """``fn(lo, hi)`` over the outer index of ``o3``, cut over the kernel threads when
+    large (numpy's copies release the GIL): the same values as one call."""
+    per = max(1, o3.shape[1] * o3.shape[2])
+    split_range(fn, o3.shape[0], -(-SPLIT_MIN_ELEMS // per), 1)
+
+
 def _concat_forward(ctx, p, inputs, outputs, aux):
     out = outputs[0]
     dim = _axis(p.dim, out.ndim, 'dim', 'Concat', out.shape)
-    o3, off = _as3(out, dim), 0
-    for x in inputs:
-        n = x.shape[dim]
-        o3[:, off:off + n, :] = _as3(x, dim)
-        off += n
+    o3 = _as3(out, dim)
+    x3s = [_as3(x, dim) for x in inputs]
+
+    def copy(lo, hi):
+        off = 0
+        for x3 in x3s:
+            n = x3.shape[1]
+            o3[lo:hi, off:off + n, :] = x3[lo:hi]
+            off += n
+    _by_outer(copy, o3)
 
 
 def _concat_backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     og = out_grads[0]
     dim = _axis(p.dim, og.ndim, 'dim', 'Concat', og.shape)
-    g3, off = _as3(og, dim), 0
-    for x, g, r in zip(inputs, in_grads, req):
-        n = x.shape[dim]
-        if r != 'null':
-            _put(_as3(g, dim), g3[:, off:off + n, :], r)
-        off += n
+    g3 = _as3(og, dim)
+    gs = [(x.shape[dim], _as3(g, dim) if r != 'null' else None, r)
+          for x, g, r in zip(inputs, in_grads, req)]
+
+    def copy(lo, hi):
+        off = 0
+        for n, g, r in gs:
+            if r != 'null':
+                _put(g[lo:hi], g3[lo:hi, off:off + n, :], r)
+            off += n
+    _by_outer(copy, g3)
 
 
 def _concat_forward_gpu(ctx, p, inputs, outputs, aux):

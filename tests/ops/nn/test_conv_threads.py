@@ -1,0 +1,145 @@
+"""Convolution's work split over two threads: by input channels, and the split sums and
+filter transforms of the weight gradient (``ops.nn._conv_par``)."""
+import numpy as np
+import pytest
+
+from ffnumba.ops.registry import OpContext, get_op
+
+from conv_reference import conv_backward
+
+
+def _run(p, arrays, head):
+    """Forward and backward through the registry's CPU kernels; the gradients."""
+    op = get_op('Convolution')
+    params = op.parse_params(p)
+    ins, outs, _ = op.infer_shape(params, [a.shape for a in arrays], [], [None])
+    y = np.empty(outs[0], arrays[0].dtype)
+    ctx = OpContext(True, None, {}, np.random.default_rng(0), 'conv')
+    op.forward['cpu'](ctx, params, arrays, [y], [])
+    grads = [np.zeros_like(a) for a in arrays]
+    op.backward['cpu'](ctx, params, [head], arrays, [y], grads, ['write'] * len(arrays), [])
+    return grads
+
+
+@pytest.fixture
+def threads(monkeypatch):
+    """``threads(n)`` sets numba's thread count; the count is restored afterwards. No
+    multi-context cap left by an earlier test (it is process-wide)."""
+    import numba
+    from ffnumba import blas_threads
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip('numba was started with one thread')
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', False)
+    before = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize('kernel, stride, pad, data, F, nbc', [
+    ((3, 3), (1, 1), (1, 1), (5, 6, 4, 3), 4, 5),      # the whole batch in one chunk
+    ((3, 3), (2, 1), (1, 0), (5, 7, 6, 5), 3, 2),      # chunks: dw added from the part
+    ((1, 1), (1, 1), (0, 0), (3, 5, 4, 4), 6, 3),      # pointwise: plane copies
+    ((2,), (1,), (1,), (4, 9, 7), 2, 4),                # 1-D
+])
+@pytest.mark.parametrize('nt', [2, 3])
+def test_channel_split_driver_matches_serial(kernel, stride, pad, data, F, nbc, nt):
+    """The backward split by input channels (own dx rows and dw columns per thread) = serial."""
+    from ffnumba.ops.nn import _conv_par as cp, _im2col as ic
+    from ffnumba.ops.nn.convolution import conv_output_size
+    rng = np.random.default_rng(12)
+    C, K = data[1], int(np.prod(kernel))
+    out = tuple(conv_output_size(i, k, s, q, 1)
+                for i, k, s, q in zip(data[2:], kernel, stride, pad))
+    g = ic.geometry(kernel, stride, pad, (), out)
+    x5 = ic.as5d(data)
+    P = int(np.prod(out))
+    x = rng.uniform(-1, 1, data)
+    w2 = rng.uniform(-1, 1, (F, C * K))
+    dy = rng.uniform(-1, 1, (data[0], F, P))
+    rmax = -(-C // nt) * K
+    col = np.full(nt * rmax * nbc * P, np.nan)
+    tmp, part = np.full(nt * F * nbc * P, np.nan), np.full(nt * F * rmax, np.nan)
+    for mode_dx, mode_dw in ((1, 1), (2, 2), (0, 1), (2, 1)):
+        init_x, init_w = rng.uniform(-1, 1, x.size), rng.uniform(-1, 1, w2.shape)
+        dx_par, dw_par, dx_ser, dw_ser = init_x.copy(), init_w.copy(), init_x.copy(), init_w.copy()
+        cp.conv_backward_channels(x.reshape(-1), x5, w2, dy, dx_par, dw_par, mode_dx, mode_dw,
+                                  col, tmp, part, nbc, g, nt)
+        ic.conv_backward(x.reshape(-1), x5, w2[None], dy, dx_ser, dw_ser[None], mode_dx,
+                         mode_dw, np.empty(C * K * nbc * P), np.empty(F * nbc * P),
+                         np.empty(F * C * K), nbc, g)
+        np.testing.assert_allclose(dx_par, dx_ser, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(dw_par, dw_ser, rtol=1e-12, atol=1e-12)
+
+
+def test_deep_layer_backward_splits_by_channels(monkeypatch, threads):
+    """Two threads on a layer with a small output plane and a large weight (VGG's deep
+    layers) take the channel split; its gradients match numpy's, and one thread's bit for bit."""
+    from ffnumba.ops.nn import _conv_par as cp
+    calls = []
+    real = cp.conv_backward_channels
+    monkeypatch.setattr(cp, 'conv_backward_channels',
+                        lambda *a: calls.append(a[-1]) or real(*a))
+    # stride 2: no Winograd; dw of 128 x 64*9 elements is above SMALL_DW
+    p = dict(kernel=(3, 3), num_filter=128, pad=(1, 1), stride=(2, 2))
+    rng = np.random.default_rng(13)
+    vals = [rng.uniform(-1, 1, s).astype(np.float32)
+            for s in ((4, 64, 4, 4), (128, 64, 3, 3), (128,))]
+    head = rng.uniform(-1, 1, (4, 128, 2, 2)).astype(np.float32)
+    results = {}
+    for n in (1, 2):
+        threads(n)
+        results[n] = _run(p, vals, head)
+    assert calls == [2]
+    exp = conv_backward(*[v.astype(np.float64) for v in vals[:2]], head.astype(np.float64),
+                        (3, 3), (2, 2), (1, 1), (), 1)
+    for one, two, e in zip(results[1], results[2], exp):
+        np.testing.assert_allclose(two, e, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize('write', [True, False])
+@pytest.mark.parametrize('t0', [0, 1])
+def test_sum_parts_adds_in_part_order(threads, write, t0):
+    """The split sum of per-thread parts (2 threads, columns of a padded layout) = summing
+    them one after another; padding columns untouched."""
+    from ffnumba.ops.nn import _conv_par as cp
+    threads(2)
+    rng = np.random.default_rng(3)
+    nt, R, L, ncol = 3, 5, 70000, 69990          # 5 * 69990 elements: split in two
+    parts = rng.standard_normal((nt, R, L)).astype(np.float32)
+    dst = rng.standard_normal((R, L)).astype(np.float32)
+    exp = dst.copy()
+    if write:
+        exp[:, :ncol] = parts[t0, :, :ncol]
+    for t in range(t0 + 1 if write else t0, nt):
+        exp[:, :ncol] += parts[t, :, :ncol]
+    cp.sum_parts(parts, t0, dst, ncol, write)
+    np.testing.assert_array_equal(dst, exp)
+
+
+@pytest.mark.parametrize('m', [2, 4])
+def test_filter_transforms_split_by_filters(threads, m):
+    """Winograd's filter transform and its transpose cut over 2 threads = one call."""
+    from ffnumba.ops.nn import _conv_par as cp, _winograd as wg, _winograd4 as w4
+    ft, ftt = (w4.filter_transform, w4.filter_transform_t) if m == 4 else \
+        (wg.filter_transform, wg.filter_transform_t)
+    rng = np.random.default_rng(4)
+    F, C = 160, 64                                # 160 filters: over 2 * 64 split
+    a2 = (m + 2) ** 2
+    us = wg.stride(F * C)
+    w = rng.standard_normal((F, C, 3, 3)).astype(np.float32)
+    u1, u2 = np.zeros(a2 * us, np.float32), np.zeros(a2 * us, np.float32)
+    seen = []
+    threads(1)
+    ft(w, u1, us)
+    threads(2)
+    cp.transform_filters(lambda *a: seen.append(a[0].shape[0]) or ft(*a), w, u2, us)
+    assert sum(seen) == F and len(seen) > 1
+    np.testing.assert_array_equal(u1, u2)
+    du = rng.standard_normal(a2 * us).astype(np.float32)
+    for add in (False, True):
+        init = rng.standard_normal(w.shape).astype(np.float32)
+        d1, d2 = init.copy(), init.copy()
+        ftt(du, us, d1, add)
+        cp.transform_filters_t(ftt, du, us, d2, add)
+        np.testing.assert_array_equal(d1, d2)
