@@ -311,15 +311,38 @@ def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, n
                 _unfill_plane(dxp, dxf, xbase, H, W, PH, PW, SW, L, Wp, mode_dx == 2)
 
 
+#: Rows per block of :func:`_transpose` of more than :data:`TR_SMALL` elements.
+TR_BLOCK = 32
+#: Most elements a :func:`_transpose` moves in one block (they fit the L1 cache).
+TR_SMALL = 8192
+
+
+@njit(**JIT)
+def _transpose(src, sbase, R, Q, dst, dbase, add):
+    """``dst[dbase + q*R + r] (+)= src[sbase + r*Q + q]`` for ``r < R``, ``q < Q``.
+
+    Larger than :data:`TR_SMALL` elements: blocks of :data:`TR_BLOCK` source rows,
+    as a row length that is a power of two (a 16x16 plane, 256 channels) would
+    otherwise map every strided read of a column to the same few cache sets.
+    """
+    blk = R if R * Q <= TR_SMALL else TR_BLOCK
+    for r0 in range(0, R, blk):
+        r1 = min(R, r0 + blk)
+        for q in range(Q):
+            d = U(dbase + q * R)
+            s = U(sbase + q)
+            if add:
+                for r in range(U(r0), U(r1)):
+                    dst[d + r] += src[s + r * U(Q)]
+            else:
+                for r in range(U(r0), U(r1)):
+                    dst[d + r] = src[s + r * U(Q)]
+
+
 @njit(**JIT)
 def _to_cl(src, base, C, P, dst):
-    """``dst[i, c] = src[base + c*P + i]`` for ``i < P`` (one sample to ``(P, C)``;
-    contiguous writes, strided reads: the faster order)."""
-    for i in range(P):
-        d = U(i * C)
-        s = U(base + i)
-        for c in range(U(C)):
-            dst[d + c] = src[s + c * U(P)]
+    """``dst[i, c] = src[base + c*P + i]`` for ``i < P`` (one sample to ``(P, C)``)."""
+    _transpose(src, base, C, P, dst, 0, False)
 
 
 @njit(**JIT)
@@ -353,10 +376,7 @@ def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi):
                         wr = wt[kh * KW + kw]
                         for c in range(U(C)):
                             yt[ob + c] += wr[c] * xt[ib + c]
-        yb = n * C * P
-        for c in range(C):
-            for i in range(P):
-                yf[yb + c * P + i] = yt[i * C + c]
+        _transpose(yt, 0, P, C, yf, n * C * P, False)
 
 
 @njit(**JIT)
@@ -398,13 +418,7 @@ def _cl_bwd(xf, dims, wt, dyf, dxf, dwp, mode_dx, want_dw, g, xt, dyt, dxt, dwt,
                             for c in range(U(C)):
                                 dxt[ib + c] += wr[c] * dyt[ob + c]
         if mode_dx != 0:
-            xb = n * C * HW
-            for c in range(C):
-                for i in range(HW):
-                    if mode_dx == 1:
-                        dxf[xb + c * HW + i] = dxt[i * C + c]
-                    else:
-                        dxf[xb + c * HW + i] += dxt[i * C + c]
+            _transpose(dxt, 0, HW, C, dxf, n * C * HW, mode_dx == 2)
     if want_dw:
         for c in range(C):
             for k in range(K):

@@ -383,7 +383,7 @@ def test_im2col_flat_shift_matches_row_path(h, w, kh, kw, dh, dw, nb):
     (dict(kernel=(1, 1), num_filter=4, num_group=2, no_bias=True), (3, 4, 16, 16)),
     (dict(kernel=(1, 1), num_filter=3), (5, 4, 3, 3)),            # pointwise, gathered chunk
     (dict(kernel=(1,), num_filter=2, stride=(2,)), (2, 3, 9)),    # strided 1x1: table
-    (dict(kernel=(3, 3), num_filter=64, pad=(1, 1)), (3, 128, 4, 4)),   # dw > SMALL_DW
+    (dict(kernel=(3, 3), num_filter=64, pad=(1, 1)), (3, 128, 4, 4)),   # large dw, chunks
     (dict(kernel=(5, 5), num_filter=4, pad=(2, 2)), (3, 3, 8, 8)),      # flat shifted copies
     (dict(kernel=(3, 5), num_filter=2, pad=(1, 2), num_group=2), (2, 4, 4, 6)),
 ])
@@ -428,8 +428,8 @@ def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
     w3 = rng.uniform(-1, 1, (groups, F // groups, C // groups * int(np.prod(kernel))))
     b = rng.uniform(-1, 1, F)
     dy = rng.uniform(-1, 1, (data[0], F, int(np.prod(out))))
-    nb, col, tmp, part = conv_plan({}, x5, F, groups, g, x.dtype, nt)
-    nb1, col1, tmp1, part1 = conv_plan({}, x5, F, groups, g, x.dtype)
+    nb, col, tmp = conv_plan({}, x5, F, groups, g, x.dtype, nt)
+    nb1, col1, tmp1 = conv_plan({}, x5, F, groups, g, x.dtype)
     y_par, y_ser = np.empty(dy.shape), np.empty(dy.shape)
     cp.conv_forward_par(x.reshape(-1), x5, w3, y_par, False, b, True, col, tmp, nb, g, nt)
     ic.conv_forward(x.reshape(-1), x5, w3, y_ser, False, b, True, col1, tmp1, nb1, g)
@@ -439,9 +439,9 @@ def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
         dx_par, dw_par, dx_ser, dw_ser = init_x.copy(), init_w.copy(), init_x.copy(), init_w.copy()
         parts = np.full((nt,) + w3.shape, np.nan)
         cp.conv_backward_par(x.reshape(-1), x5, w3, dy, dx_par, dw_par, mode, mode, col, tmp,
-                             part, parts, nb, g, nt)
+                             parts, nb, g, nt)
         ic.conv_backward(x.reshape(-1), x5, w3, dy, dx_ser, dw_ser, mode, mode, col1, tmp1,
-                         part1, nb1, g)
+                         nb1, g)
         np.testing.assert_allclose(dx_par, dx_ser, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(dw_par, dw_ser, rtol=1e-12, atol=1e-12)
 
