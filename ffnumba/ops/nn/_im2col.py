@@ -449,8 +449,9 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
     G, Fg, CK = w3.shape
     cg = C // G
     P = dy.shape[2]
-    direct = nbmax == 1 and _pointwise(g)      # 1x1: GEMMs on the samples' own planes
-    if mode_dx == 1 and not direct:
+    pw = _pointwise(g)
+    direct = nbmax == 1 and pw      # 1x1: GEMMs on the samples' own planes
+    if mode_dx == 1 and not pw:     # col2im adds; a pointwise dx is written plane by plane
         sample = C * dims[2] * dims[3] * dims[4]
         dxf[nlo * sample:nhi * sample] = 0
     for n0 in range(nlo, nhi, nbmax):
@@ -480,7 +481,11 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
                          dxf[lo:lo + cg * P].reshape((cg, P)))
                 else:
                     gemm(1.0, w3[j].T, dyt, 0.0, col)
-                    col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
+                    if pw:
+                        _scatter(col, n0, nb, j * cg, cg, dxf.reshape((dims[0], C, P)),
+                                 mode_dx == 2, colf, False, None, 0, None)
+                    else:
+                        col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
 
 
 @njit(**JIT)
