@@ -36,7 +36,7 @@ from numba import njit
 from ..templates import JIT
 from . import _conv_par as cp
 from ._conv_epilogue import apply_all, expand
-from ._im2col import _valid, buffer
+from ._im2col import _transpose, _valid, buffer
 
 __all__ = ['is_depthwise', 'cpu_depthwise', 'forward', 'backward']
 
@@ -309,34 +309,6 @@ def _planes_bwd(xf, dims, w, dyf, dxf, dwp, mode_dx, want_dw, g, xp, dxp, nlo, n
                                     dxp[src + ow] += wv * dyf[yr + ow]
             if taps_dx:
                 _unfill_plane(dxp, dxf, xbase, H, W, PH, PW, SW, L, Wp, mode_dx == 2)
-
-
-#: Rows per block of :func:`_transpose` of more than :data:`TR_SMALL` elements.
-TR_BLOCK = 32
-#: Most elements a :func:`_transpose` moves in one block (they fit the L1 cache).
-TR_SMALL = 8192
-
-
-@njit(**JIT)
-def _transpose(src, sbase, R, Q, dst, dbase, add):
-    """``dst[dbase + q*R + r] (+)= src[sbase + r*Q + q]`` for ``r < R``, ``q < Q``.
-
-    Larger than :data:`TR_SMALL` elements: blocks of :data:`TR_BLOCK` source rows,
-    as a row length that is a power of two (a 16x16 plane, 256 channels) would
-    otherwise map every strided read of a column to the same few cache sets.
-    """
-    blk = R if R * Q <= TR_SMALL else TR_BLOCK
-    for r0 in range(0, R, blk):
-        r1 = min(R, r0 + blk)
-        for q in range(Q):
-            d = U(dbase + q * R)
-            s = U(sbase + q)
-            if add:
-                for r in range(U(r0), U(r1)):
-                    dst[d + r] += src[s + r * U(Q)]
-            else:
-                for r in range(U(r0), U(r1)):
-                    dst[d + r] = src[s + r * U(Q)]
 
 
 @njit(**JIT)

@@ -332,6 +332,34 @@ def col2im(colf, dims, n0, nb, c0, cg, g, xf):
                         xf[np.uint64(xbase + t)] += colf[uq + i]
 
 
+#: Rows per block of :func:`_transpose` of more than :data:`TR_SMALL` elements.
+TR_BLOCK = 32
+#: Most elements a :func:`_transpose` moves in one block (they fit the L1 cache).
+TR_SMALL = 8192
+
+
+@njit(**JIT)
+def _transpose(src, sbase, R, Q, dst, dbase, add):
+    """``dst[dbase + q*R + r] (+)= src[sbase + r*Q + q]`` for ``r < R``, ``q < Q``.
+
+    Larger than :data:`TR_SMALL` elements: blocks of :data:`TR_BLOCK` source rows,
+    as a row length that is a power of two (a 16x16 plane, 256 channels) would
+    otherwise map every strided read of a column to the same few cache sets.
+    """
+    blk = R if R * Q <= TR_SMALL else TR_BLOCK
+    for r0 in range(0, R, blk):
+        r1 = min(R, r0 + blk)
+        for q in range(Q):
+            d = np.uint64(dbase + q * R)
+            s = np.uint64(sbase + q)
+            if add:
+                for r in range(np.uint64(r0), np.uint64(r1)):
+                    dst[d + r] += src[s + r * np.uint64(Q)]
+            else:
+                for r in range(np.uint64(r0), np.uint64(r1)):
+                    dst[d + r] = src[s + r * np.uint64(Q)]
+
+
 # ---------------------------------------------------------------- gather / scatter
 
 @njit(**JIT)
