@@ -222,20 +222,33 @@ def test_kernels_dtype_and_req(dtype, req):
         np.testing.assert_allclose(g, want, **tol)
 
 
+@pytest.mark.parametrize('req', ['write', 'add'])
+@pytest.mark.parametrize('kernel, pad', [((3, 3), (1, 1)), ((1, 1), (0, 0))])
 @pytest.mark.parametrize('per_chunk', [1, 2])
-def test_chunked_batch_matches_reference(per_chunk, monkeypatch):
-    """Batches split into im2col chunks (one sample each, or two with a ragged last one)."""
+def test_chunked_batch_matches_reference(per_chunk, kernel, pad, req, monkeypatch):
+    """Batches split into im2col chunks (one sample each, or two with a ragged last one):
+    the weight gradient written (or added) by the first chunk and added by the others in
+    the GEMM, a pointwise kernel's data gradient stored (added) chunk by chunk."""
     from ffnumba.ops.nn import _im2col
-    monkeypatch.setattr(_im2col, 'COL_CHUNK_ELEMS', per_chunk * 18 * 16)
-    p = dict(kernel=(3, 3), num_filter=3, pad=(1, 1))
+    rows = 2 * kernel[0] * kernel[1]
+    monkeypatch.setattr(_im2col, 'COL_CHUNK_ELEMS', per_chunk * rows * 16)
+    monkeypatch.setattr(_im2col, 'MIN_GEMM_COLS', 1)
+    assert _im2col.chunk_size(5, rows, 16, kernel == (1, 1)) == per_chunk
+    p = dict(kernel=kernel, num_filter=3, pad=pad)
     rng = np.random.default_rng(2)
-    vals = [rng.uniform(-1, 1, s) for s in ((5, 2, 4, 4), (3, 2, 3, 3), (3,))]
+    vals = [rng.uniform(-1, 1, s) for s in ((5, 2, 4, 4), (3, 2) + kernel, (3,))]
     head = rng.uniform(-1, 1, (5, 3, 4, 4))
-    y, grads = _run('Convolution', p, vals, head)
+    init = [rng.uniform(-1, 1, v.shape) for v in vals]
+    op = get_op('Convolution')
+    params = op.parse_params(p)
+    y = np.empty(head.shape)
+    op.forward['cpu'](_ctx(), params, vals, [y], [])
     np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
-    exp = conv_backward(vals[0], vals[1], head, (3, 3), (), (1, 1), (), 1)
-    for g, e in zip(grads, exp):
-        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    grads = [i.copy() for i in init]
+    op.backward['cpu'](_ctx(), params, [head], vals, [y], grads, [req] * 3, [])
+    exp = conv_backward(vals[0], vals[1], head, kernel, (), pad, (), 1)
+    for g, e, i0 in zip(grads, exp, init):
+        np.testing.assert_allclose(g, e + (i0 if req == 'add' else 0), rtol=1e-10, atol=1e-12)
 
 
 def _golden_cases(op_name):
