@@ -73,11 +73,11 @@ def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax
     run_split(part, nt)
 
 
-def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwparts,
-                      nbmax, g, nt):
+def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf,
+                      dwparts, nbmax, g, nt):
     """:func:`._im2col.conv_backward` with the batch split over ``nt`` threads (``nt <= N``).
 
-    ``colbuf`` / ``tmpbuf`` hold ``nt`` times the serial
+    ``colbuf`` / ``tmpbuf`` / ``dwtbuf`` hold ``nt`` times the serial
     driver's scratch; ``dwparts`` ``(nt, G, Fg, Cg*K)`` the per-thread weight
     gradients, summed into ``dw3`` (written when ``mode_dw == 1``, added
     when 2, untouched when 0).
@@ -87,12 +87,13 @@ def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpb
     P = dy.shape[2]
     csz = CK * nbmax * P
     tsz = Fg * nbmax * P
+    wsz = dwtbuf.size // nt
     mode_part = 1 if mode_dw != 0 else 0
 
     def part(t):
         backward_range(xf, dims, w3, dy, dxf, dwparts[t], mode_dx, mode_part,
-                       colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz], nbmax, g,
-                       N * t // nt, N * (t + 1) // nt)
+                       colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz],
+                       dwtbuf[t * wsz:(t + 1) * wsz], nbmax, g, N * t // nt, N * (t + 1) // nt)
     run_split(part, nt)
     if mode_dw == 1:
         np.copyto(dw3, dwparts[0])

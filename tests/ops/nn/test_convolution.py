@@ -441,8 +441,8 @@ def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
     w3 = rng.uniform(-1, 1, (groups, F // groups, C // groups * int(np.prod(kernel))))
     b = rng.uniform(-1, 1, F)
     dy = rng.uniform(-1, 1, (data[0], F, int(np.prod(out))))
-    nb, col, tmp = conv_plan({}, x5, F, groups, g, x.dtype, nt)
-    nb1, col1, tmp1 = conv_plan({}, x5, F, groups, g, x.dtype)
+    nb, col, tmp, dwt = conv_plan({}, x5, F, groups, g, x.dtype, nt)
+    nb1, col1, tmp1, dwt1 = conv_plan({}, x5, F, groups, g, x.dtype)
     y_par, y_ser = np.empty(dy.shape), np.empty(dy.shape)
     cp.conv_forward_par(x.reshape(-1), x5, w3, y_par, False, b, True, col, tmp, nb, g, nt)
     ic.conv_forward(x.reshape(-1), x5, w3, y_ser, False, b, True, col1, tmp1, nb1, g)
@@ -452,9 +452,9 @@ def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
         dx_par, dw_par, dx_ser, dw_ser = init_x.copy(), init_w.copy(), init_x.copy(), init_w.copy()
         parts = np.full((nt,) + w3.shape, np.nan)
         cp.conv_backward_par(x.reshape(-1), x5, w3, dy, dx_par, dw_par, mode, mode, col, tmp,
-                             parts, nb, g, nt)
+                             dwt, parts, nb, g, nt)
         ic.conv_backward(x.reshape(-1), x5, w3, dy, dx_ser, dw_ser, mode, mode, col1, tmp1,
-                         nb1, g)
+                         dwt1, nb1, g)
         np.testing.assert_allclose(dx_par, dx_ser, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(dw_par, dw_ser, rtol=1e-12, atol=1e-12)
 
