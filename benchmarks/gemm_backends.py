@@ -88,10 +88,7 @@ def conv_gemms(N, C, H, W, F, k, s, p, g, nt):
             continue
         L = nbx * P
         out.append(('im2col fwd W col', Fg, L, CK, ('n', CK), ('n', L), ('n', L), cnt))
-        if Fg * CK <= ic.SMALL_DW:
-            out.append(('im2col dW  col dy^T', CK, Fg, L, ('n', L), ('t', L), ('n', Fg), cnt))
-        else:
-            out.append(('im2col dW  dy col^T', Fg, CK, L, ('n', L), ('t', L), ('n', CK), cnt))
+        out.append(('im2col dW  dy col^T', Fg, CK, L, ('n', L), ('t', L), ('n', CK), cnt))
         out.append(('im2col dX  W^T dy', CK, L, Fg, ('t', CK), ('n', L), ('n', L), cnt))
     return out
 

@@ -31,7 +31,12 @@ from numba import njit
 from ...jit import JIT
 from ...thread_pool import SPLIT_MIN_ELEMS, run_parallel, split_range
 from .._gemm import gemm
-from ._im2col import SMALL_DW, _gather, backward_range, col2im, forward_range, im2col
+from ._im2col import _gather, backward_range, col2im, forward_range, im2col
+
+#: Weight gradients of at most this many elements stay on the batch split: small enough
+#: that each thread's partial is cache-resident and the parts' sum is cheap, where the
+#: channel split's narrower GEMMs would cost more than they save.
+SMALL_DW = 1 << 16
 
 __all__ = ['conv_forward_par', 'conv_backward_par', 'conv_backward_channels', 'run_split',
            'split_threads', 'sum_parts', 'transform_filters', 'transform_filters_t']
@@ -86,11 +91,11 @@ def conv_forward_par(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax
     run_split(part, nt)
 
 
-def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
+def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf,
                       dwparts, nbmax, g, nt):
     """:func:`._im2col.conv_backward` with the batch split over ``nt`` threads (``nt <= N``).
 
-    ``colbuf`` / ``tmpbuf`` / ``partbuf`` hold ``nt`` times the serial
+    ``colbuf`` / ``tmpbuf`` / ``dwtbuf`` hold ``nt`` times the serial
     driver's scratch; ``dwparts`` ``(nt, G, Fg, Cg*K)`` the per-thread weight
     gradients, summed into ``dw3`` (written when ``mode_dw == 1``, added
     when 2, untouched when 0).
@@ -100,14 +105,13 @@ def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpb
     P = dy.shape[2]
     csz = CK * nbmax * P
     tsz = Fg * nbmax * P
-    psz = Fg * CK
+    wsz = dwtbuf.size // nt
     mode_part = 1 if mode_dw != 0 else 0
 
     def part(t):
         backward_range(xf, dims, w3, dy, dxf, dwparts[t], mode_dx, mode_part,
                        colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz],
-                       partbuf[t * psz:(t + 1) * psz], nbmax, g, N * t // nt,
-                       N * (t + 1) // nt)
+                       dwtbuf[t * wsz:(t + 1) * wsz], nbmax, g, N * t // nt, N * (t + 1) // nt)
     run_split(part, nt)
     if mode_dw != 0:
         size = dw3.size
@@ -204,7 +208,7 @@ def channel_split(N, C, G, nb1, nt, dw_size):
     """Whether :func:`conv_backward_channels` runs the backward: one group, at least
     ``2 * nt`` input channels, the whole batch in one chunk of one thread (``nb1``),
     and a weight gradient one thread computes as ``dy col^T`` (``dw_size`` above
-    :data:`._im2col.SMALL_DW`), as here: the same GEMMs as one thread, cut by columns."""
+    :data:`SMALL_DW`), as here: the same GEMMs as one thread, cut by columns."""
     return nt > 1 and G == 1 and C >= 2 * nt and nb1 >= N and dw_size > SMALL_DW
 
 

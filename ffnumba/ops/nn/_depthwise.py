@@ -37,7 +37,7 @@ from ..templates import JIT
 from . import _conv_par as cp
 from ._cl_transpose import from_cl as _from_cl, to_cl as _to_cl
 from ._conv_epilogue import apply_all, apply_channels, expand
-from ._im2col import _valid, buffer
+from ._im2col import _transpose, _valid, buffer
 
 __all__ = ['is_depthwise', 'cpu_depthwise', 'forward', 'backward']
 
@@ -391,13 +391,7 @@ def _cl_bwd(xf, dims, wt, dyf, dxf, dwp, mode_dx, want_dw, g, xt, dyt, dxt, dwt,
                             for c in range(U(C)):
                                 dxt[ib + c] += wr[c] * dyt[ob + c]
         if mode_dx != 0:
-            xb = n * C * HW
-            for c in range(C):
-                for i in range(HW):
-                    if mode_dx == 1:
-                        dxf[xb + c * HW + i] = dxt[i * C + c]
-                    else:
-                        dxf[xb + c * HW + i] += dxt[i * C + c]
+            _transpose(dxt, 0, HW, C, dxf, n * C * HW, mode_dx == 2)
     if want_dw:
         for c in range(C):
             for k in range(K):

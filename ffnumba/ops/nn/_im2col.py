@@ -21,9 +21,10 @@ chunk costs one BLAS GEMM (:func:`ffnumba.ops._gemm.gemm` inside ``@njit``). Chu
 cache-sized. Pointwise kernels (1x1, stride 1, no pad) with one sample per
 chunk skip im2col: a sample's planes are its ``col``, and the forward, data-
 and weight-gradient GEMMs read and write the NCHW arrays themselves. The
-weight gradient of more than :data:`SMALL_DW` elements is ``dy col^T``
-straight into ``dw`` (first chunk) or added row by row, never a transposed
-accumulation out of cache. Outputs narrower than
+weight gradient is accumulated by the GEMM itself (``beta = 1`` after the first
+chunk): ``dy col^T`` straight into ``dw``, or, when ``dw`` has fewer rows than
+columns (``Fg < Cg*K``), ``col dy^T`` into a transposed scratch copied into ``dw``
+once per call (OpenBLAS ran the GEMM with more output rows 10-25% faster). Outputs narrower than
 :data:`TABLE_MAX_OW` im2col/col2im through an offset table (one loop over
 the output plane per column row); wider ones copy row runs. All kernels
 are ``nogil``: two executors in two threads run in
@@ -46,7 +47,7 @@ from ._conv_epilogue import apply_block, expand
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
            'conv_backward', 'forward_range', 'backward_range', 'add_bias', 'bias_grad', 'im2col',
-           'col2im', 'MODES', 'TABLE_MAX_OW', 'DIRECT_MIN_COLS', 'SMALL_DW']
+           'col2im', 'MODES', 'TABLE_MAX_OW', 'DIRECT_MIN_COLS']
 
 #: ``req`` string -> kernel mode code.
 MODES = {'null': 0, 'write': 1, 'add': 2}
@@ -61,10 +62,6 @@ COL_MAX_ELEMS = 1 << 22
 #: Outputs narrower than this im2col/col2im through a per-call offset table
 #: (one loop over the whole output plane) instead of per-row runs.
 TABLE_MAX_OW = 16
-#: Largest weight gradient (elements per group) computed as ``col dy^T`` and added
-#: transposed; larger ones are ``dy col^T`` straight into ``dw`` (a transposed
-#: accumulation out of cache cost more than the GEMM).
-SMALL_DW = 1 << 16
 #: Fewest output positions a pointwise convolution needs to multiply each
 #: sample's data in place (one GEMM per sample) rather than gathered chunks.
 DIRECT_MIN_COLS = 256
@@ -369,6 +366,34 @@ def col2im(colf, dims, n0, nb, c0, cg, g, xf):
                         xf[np.uint64(xbase + t)] += colf[uq + i]
 
 
+#: Rows per block of :func:`_transpose` of more than :data:`TR_SMALL` elements.
+TR_BLOCK = 32
+#: Most elements a :func:`_transpose` moves in one block (they fit the L1 cache).
+TR_SMALL = 8192
+
+
+@njit(**JIT)
+def _transpose(src, sbase, R, Q, dst, dbase, add):
+    """``dst[dbase + q*R + r] (+)= src[sbase + r*Q + q]`` for ``r < R``, ``q < Q``.
+
+    Larger than :data:`TR_SMALL` elements: blocks of :data:`TR_BLOCK` source rows,
+    as a row length that is a power of two (a 16x16 plane, 256 channels) would
+    otherwise map every strided read of a column to the same few cache sets.
+    """
+    blk = R if R * Q <= TR_SMALL else TR_BLOCK
+    for r0 in range(0, R, blk):
+        r1 = min(R, r0 + blk)
+        for q in range(Q):
+            d = np.uint64(dbase + q * R)
+            s = np.uint64(sbase + q)
+            if add:
+                for r in range(np.uint64(r0), np.uint64(r1)):
+                    dst[d + r] += src[s + r * np.uint64(Q)]
+            else:
+                for r in range(np.uint64(r0), np.uint64(r1)):
+                    dst[d + r] = src[s + r * np.uint64(Q)]
+
+
 # ---------------------------------------------------------------- gather / scatter
 
 @njit(**JIT)
@@ -465,33 +490,35 @@ def forward_range(xf, dims, w3, y, add, bias, has_bias, colbuf, tmpbuf, nbmax, g
                 _scatter(tmp, n0, nb, j * Fg, Fg, y, add, bias, has_bias, ep, ep_mode, rep)
 
 
-def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
-                  nbmax, g):
+def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf, nbmax,
+                  g):
     """Gradients of ``y = conv(x, w)``: ``dx`` (col2im of ``w^T dy``) and ``dw``.
 
     Modes are 0 (null), 1 (write), 2 (add). ``xf`` is only read when
     ``mode_dw`` is set and ``dxf`` only written when ``mode_dx`` is set (pass
-    any 1-element array otherwise). ``partbuf`` holds ``Fg*Cg*K`` elements.
+    any 1-element array otherwise). ``dw`` is accumulated by the GEMMs themselves
+    (``beta = 1`` after the first chunk); ``dwtbuf`` holds ``G*Fg*Cg*K`` elements
+    when ``Fg < Cg*K`` (the transposed accumulator; otherwise any 1-element array).
     A Python call of :func:`backward_range` on every sample, as :func:`conv_forward`.
     """
-    backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
-                   nbmax, g, 0, dims[0])
+    backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf, nbmax,
+                   g, 0, dims[0])
 
 
 @njit(**JIT)
-def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, partbuf,
-                   nbmax, g, nlo, nhi):
+def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf, nbmax,
+                   g, nlo, nhi):
     """:func:`conv_backward` on samples ``nlo..nhi``: their ``dx`` and their part of ``dw``."""
     C = dims[1]
     G, Fg, CK = w3.shape
     cg = C // G
     P = dy.shape[2]
-    direct = nbmax == 1 and _pointwise(g)      # 1x1: GEMMs on the samples' own planes
-    if mode_dx == 1 and not direct:
+    pw = _pointwise(g)
+    direct = nbmax == 1 and pw      # 1x1: GEMMs on the samples' own planes
+    tr = mode_dw != 0 and Fg < CK   # dw^T accumulated in dwtbuf, then copied into dw
+    if mode_dx == 1 and not pw:     # col2im adds; a pointwise dx is written plane by plane
         sample = C * dims[2] * dims[3] * dims[4]
         dxf[nlo * sample:nhi * sample] = 0
-    part = partbuf[:Fg * CK].reshape((Fg, CK))     # dw of one chunk, when it is added
-    part_t = partbuf[:Fg * CK].reshape((CK, Fg))   # its transpose, for small dw
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
         colf = colbuf[:CK * nb * P]
@@ -509,34 +536,27 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
                 else:
                     im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
                     colj = col
-                dwj = dw3[j]
-                first = mode_dw == 1 and n0 == nlo
-                if Fg * CK <= SMALL_DW:     # cache-resident: col dy^T is the faster GEMM
-                    gemm(1.0, colj, dyt.T, 0.0, part_t)
-                    for f in range(Fg):
-                        dst = dwj[f]
-                        if first:
-                            for r in range(CK):
-                                dst[r] = part_t[r, f]
-                        else:
-                            for r in range(CK):
-                                dst[r] += part_t[r, f]
-                elif first:                 # the first chunk writes dw in place
-                    gemm(1.0, dyt, colj.T, 0.0, dwj)
-                else:
-                    gemm(1.0, dyt, colj.T, 0.0, part)
-                    for f in range(Fg):
-                        dst = dwj[f]
-                        src = part[f]
-                        for r in range(np.uint64(CK)):
-                            dst[r] += src[r]
+                if tr:
+                    dwt = dwtbuf[j * Fg * CK:(j + 1) * Fg * CK].reshape((CK, Fg))
+                    gemm(1.0, colj, dyt.T, 0.0 if n0 == nlo else 1.0, dwt)
+                else:   # the first chunk writes dw (mode write), the others add in place
+                    first = mode_dw == 1 and n0 == nlo
+                    gemm(1.0, dyt, colj.T, 0.0 if first else 1.0, dw3[j])
             if mode_dx != 0:
-                if direct and mode_dx == 1:
+                if direct:
                     lo = (n0 * C + j * cg) * P
-                    gemm(1.0, w3[j].T, dyt, 0.0, dxf[lo:lo + cg * P].reshape((cg, P)))
+                    gemm(1.0, w3[j].T, dyt, 0.0 if mode_dx == 1 else 1.0,
+                         dxf[lo:lo + cg * P].reshape((cg, P)))
                 else:
                     gemm(1.0, w3[j].T, dyt, 0.0, col)
-                    col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
+                    if pw:
+                        _scatter(col, n0, nb, j * cg, cg, dxf.reshape((dims[0], C, P)),
+                                 mode_dx == 2, colf, False, None, 0, None)
+                    else:
+                        col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
+    if tr and nhi > nlo:
+        for j in range(G):
+            _transpose(dwtbuf, j * Fg * CK, CK, Fg, dw3[j].reshape(-1), 0, mode_dw == 2)
 
 
 @njit(**JIT)

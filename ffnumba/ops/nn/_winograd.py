@@ -382,13 +382,14 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
 
 @njit(**JIT)
 def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf, padbuf,
-                   partbuf, nbmax, ph, pw, nlo, nhi, m):
+                   nbmax, ph, pw, nlo, nhi, m):
     """Gradients of :func:`forward_range` on samples ``nlo..nhi``.
 
     ``dxf`` (flat like ``xf``) gets ``B dV B^T`` scattered-added (written
     when ``mode_dx == 1``, added when 2, untouched when 0); ``duf`` (laid
     out like ``uf``) gets ``dM V^T`` summed over these samples (written when
-    ``mode_du == 1``, added when 2). ``partbuf`` holds ``F*C`` elements.
+    ``mode_du == 1``, added when 2) by the GEMMs themselves (``beta = 1``
+    after the first chunk).
     """
     C, H, W = dims[1], dims[2], dims[3]
     F = dy.shape[1]
@@ -398,7 +399,6 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
     row = m * TW + 2
     psz = (m * TH + 2) * row
     padf = padbuf[:psz]
-    part = partbuf[:F * C].reshape((F, C))
     if mode_du != 0:
         padf[:] = 0
     for n0 in range(nlo, nhi, nbmax):
@@ -421,16 +421,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
             for e in range((m + 2) * (m + 2)):
                 me = _mat(mbuf, e, ms, F, L)
                 ve = _mat(vbuf, e, vs, C, L)
-                de = _mat(duf, e, us, F, C)
-                if first:
-                    gemm(1.0, me, ve.T, 0.0, de)
-                else:
-                    gemm(1.0, me, ve.T, 0.0, part)
-                    for f in range(F):
-                        dst = de[f]
-                        src = part[f]
-                        for c in range(np.uint64(C)):
-                            dst[c] += src[c]
+                gemm(1.0, me, ve.T, 0.0 if first else 1.0, _mat(duf, e, us, F, C))
         if mode_dx != 0:
             for e in range((m + 2) * (m + 2)):
                 gemm(1.0, _mat(uf, e, us, F, C).T, _mat(mbuf, e, ms, F, L), 0.0,
@@ -576,7 +567,6 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
     if mode_dx:
         transform_filters(w4.filter_transform if m == 4 else filter_transform, w, u, us)
     dus = ic.buffer(state, 'wino_du', nt * a2 * us, x.dtype).reshape((nt, a2 * us))
-    parts = ic.buffer(state, 'wino_part', nt * F * C, x.dtype)
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
     dxf = dx.reshape(-1) if mode_dx else vbuf[:1]
     mode_du = 1 if mode_dw else 0
@@ -584,8 +574,8 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
     def part(t):
         backward_range(xf, dims, u, us, dy, dxf, dus[t], mode_dx, mode_du,
                        vbuf[t * vsz:(t + 1) * vsz], mbuf[t * msz:(t + 1) * msz],
-                       pbuf[t * psz:(t + 1) * psz], parts[t * F * C:(t + 1) * F * C], nb,
-                       pad[0], pad[1], N * t // nt, N * (t + 1) // nt, m)
+                       pbuf[t * psz:(t + 1) * psz], nb, pad[0], pad[1], N * t // nt,
+                       N * (t + 1) // nt, m)
     if nt == 1:
         part(0)
     else:

@@ -140,7 +140,9 @@ def _infer_type(p, in_types, aux_types):
 # Data is flat (outer, C, inner). Each kernel runs on channels ``clo..chi`` so the
 # channels split over threads (``_conv_par.run_split``), a cache-sized block of them at
 # a time, and streams through memory in order (sample by sample, the block's channels
-# contiguous) with per-channel float64 accumulators in ``acc``: the training forward
+# contiguous) with per-channel float64 accumulators in ``acc`` (fed by partial sums of
+# at most ``PART_SUM`` terms in the data's dtype, MXNet's own float accumulation for
+# float32; vectorised twice as wide as float64 ones): the training forward
 # reads the data twice (statistics, then normalise), the evaluation forward once, the
 # backward twice (sums, data gradient).
 
@@ -151,6 +153,9 @@ PAR_MIN_ELEMS = 1 << 15
 #: Elements of one block of channels, read twice (about 1 MiB of float32: the second
 #: pass finds the block in the L2 cache).
 BLOCK_ELEMS = 1 << 18
+#: Most terms of one partial sum in the data's dtype (float32 lanes: twice the float64
+#: width); the partial sums are added in float64.
+PART_SUM = 4096
 
 
 @njit(**JIT)
@@ -176,18 +181,20 @@ def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, ch
             acc[1, c] = 0.0
             k = xf[c * I]
             acc[2, c] = k if k - k == 0 else 0.0
+        z = xf.dtype.type(0)
         for o in range(O):
             for c in range(clo, chi):
-                b = U((o * C + c) * I)
-                k = acc[2, c]
-                s = 0.0
-                ss = 0.0
-                for i in range(U(I)):
-                    d = xf[b + i] - k
-                    s += d
-                    ss += d * d
-                acc[0, c] += s
-                acc[1, c] += ss
+                k = xf.dtype.type(acc[2, c])      # an element of x: exact in its dtype
+                for i0 in range(0, I, PART_SUM):
+                    b = U((o * C + c) * I + i0)
+                    s = z
+                    ss = z
+                    for i in range(U(min(PART_SUM, I - i0))):
+                        d = xf[b + i] - k
+                        s += d
+                        ss += d * d
+                    acc[0, c] += s
+                    acc[1, c] += ss
         for c in range(clo, chi):
             m = acc[0, c] / n
             mean[c] = acc[2, c] + m
@@ -212,18 +219,20 @@ def _bwd_block(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, a
     for c in range(clo, chi):
         acc[0, c] = 0.0
         acc[1, c] = 0.0
+    z = gf.dtype.type(0)
     for o in range(O):
         for c in range(clo, chi):
-            b = U((o * C + c) * I)
             mc = mean[c]
-            s0 = 0.0
-            s1 = 0.0
-            for i in range(U(I)):
-                g = gf[b + i]
-                s0 += g
-                s1 += g * (xf[b + i] - mc)
-            acc[0, c] += s0
-            acc[1, c] += s1
+            for i0 in range(0, I, PART_SUM):
+                b = U((o * C + c) * I + i0)
+                s0 = z
+                s1 = z
+                for i in range(U(min(PART_SUM, I - i0))):
+                    g = gf[b + i]
+                    s0 += g
+                    s1 += g * (xf[b + i] - mc)
+                acc[0, c] += s0
+                acc[1, c] += s1
     for c in range(clo, chi):
         invstd = 1.0 / np.sqrt(var[c] + eps)
         s0 = acc[0, c]

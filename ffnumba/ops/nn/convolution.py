@@ -261,9 +261,11 @@ def _infer_shape(p, in_shapes, aux_shapes, out_shapes):
 # ------------------------------------------------------------------ CPU compute
 
 def conv_plan(state, x5, F, G, geom, dtype, nt=1):
-    """Buffers and chunk size for a conv geometry: ``(nb, colbuf, tmpbuf, partbuf)``.
+    """Buffers and chunk size for a conv geometry: ``(nb, colbuf, tmpbuf, dwtbuf)``.
 
-    ``nt`` threads (each on ``N / nt`` samples) get ``nt`` times the scratch.
+    ``nt`` threads (each on ``N / nt`` samples) get ``nt`` times the scratch;
+    ``dwtbuf`` (the transposed weight-gradient accumulator of
+    :func:`._im2col.backward_range`) is one element unless ``F / G < C / G * K``.
     """
     N, C = x5[0], x5[1]
     K = geom[0] * geom[1] * geom[2]
@@ -272,8 +274,8 @@ def conv_plan(state, x5, F, G, geom, dtype, nt=1):
     nb = ic.chunk_size(-(-N // nt), rows, P, ic.is_pointwise(geom))
     colbuf = ic.buffer(state, 'col', nt * rows * nb * P, dtype)
     tmpbuf = ic.buffer(state, 'tmp', nt * F // G * nb * P, dtype)
-    partbuf = ic.buffer(state, 'part', nt * F // G * rows, dtype)
-    return nb, colbuf, tmpbuf, partbuf
+    dwtbuf = ic.buffer(state, 'dwt', nt * F * rows if F // G < rows else 1, dtype)
+    return nb, colbuf, tmpbuf, dwtbuf
 
 
 def _geom(p, x, y):
@@ -436,10 +438,10 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
                     in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2], m)
         return
     dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
-    nb, colbuf, tmpbuf, partbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
+    nb, colbuf, tmpbuf, dwtbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
     args = (x.reshape(-1), x5, w3, dy.reshape(dy.shape[0], F, -1), dx, dw, mode_dx, mode_dw,
-            colbuf, tmpbuf, partbuf)
+            colbuf, tmpbuf, dwtbuf)
     if nt == 1:
         ic.conv_backward(*args, nb, geom)
         return

@@ -148,8 +148,8 @@ def _plan(ctx, p, x, y_shape, dtype):
     geom = _geom(p, x)
     y5 = ic.as5d(y_shape)
     state = ctx.state if ctx is not None else None
-    nb, colbuf, tmpbuf, partbuf = conv_plan(state, y5, x.shape[1], p.num_group, geom, dtype)
-    return geom, y5, nb, colbuf, tmpbuf, partbuf
+    nb, colbuf, tmpbuf, dwtbuf = conv_plan(state, y5, x.shape[1], p.num_group, geom, dtype)
+    return geom, y5, nb, colbuf, tmpbuf, dwtbuf
 
 
 @f16_safe
@@ -158,11 +158,11 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     if x.size == 0 or y.size == 0:
         return empty_forward(p, inputs, y)
     G = p.num_group
-    geom, y5, nb, colbuf, tmpbuf, partbuf = _plan(ctx, p, x, y.shape, x.dtype)
+    geom, y5, nb, colbuf, tmpbuf, dwtbuf = _plan(ctx, p, x, y.shape, x.dtype)
     w3 = w.reshape(G, x.shape[1] // G, -1)
     x3 = x.reshape(x.shape[0], x.shape[1], -1)
     ic.conv_backward(colbuf[:1], y5, w3, x3, y.reshape(-1), w3, 1, 0,
-                     colbuf, tmpbuf, partbuf, nb, geom)
+                     colbuf, tmpbuf, dwtbuf, nb, geom)
     if not p.no_bias:
         ic.add_bias(y.reshape(y.shape[0], y.shape[1], -1), inputs[2])
 
@@ -173,7 +173,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     if x.size == 0 or dy.size == 0:
         return empty_backward(p, out_grads, in_grads, req)
     G = p.num_group
-    geom, y5, nb, colbuf, tmpbuf, partbuf = _plan(ctx, p, x, dy.shape, x.dtype)
+    geom, y5, nb, colbuf, tmpbuf, dwtbuf = _plan(ctx, p, x, dy.shape, x.dtype)
     w3 = w.reshape(G, x.shape[1] // G, -1)
     x3 = x.reshape(x.shape[0], x.shape[1], -1)
     dyf = dy.reshape(-1)
@@ -182,7 +182,7 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
                         colbuf[:1], False, colbuf, tmpbuf, nb, geom)
     if req[1] != 'null':
         ic.conv_backward(dyf, y5, w3, x3, colbuf[:1], in_grads[1].reshape(w3.shape), 0,
-                         ic.MODES[req[1]], colbuf, tmpbuf, partbuf, nb, geom)
+                         ic.MODES[req[1]], colbuf, tmpbuf, dwtbuf, nb, geom)
     if not p.no_bias and req[2] != 'null':
         ic.bias_grad(dy.reshape(dy.shape[0], dy.shape[1], -1), in_grads[2], req[2] == 'add')
 

@@ -144,3 +144,26 @@ def test_inf_gives_inf_mean_like_mxnet(pos):
     mean, invstd = exe.outputs[1].asnumpy(), exe.outputs[2].asnumpy()
     assert np.isposinf(mean[0]) and np.isnan(invstd[0])
     np.testing.assert_allclose(mean[1:], x[:, 1:].mean((0, 2)), rtol=1e-6)
+
+
+@pytest.mark.parametrize('dtype, tol', [(np.float64, 1e-9), (np.float32, 2e-5)])
+def test_rows_longer_than_one_partial_sum(dtype, tol):
+    """Planes of more than ``PART_SUM`` elements are summed in several partial sums (in
+    the data's dtype, added in float64): float64 matches numpy to rounding, float32 to
+    float32 accuracy, forward and backward."""
+    rng = np.random.default_rng(11)
+    inner = 2 * bn.PART_SUM + 37
+    x = (rng.standard_normal((3, 2, inner)) * 3 + 2).astype(dtype)
+    og = rng.standard_normal(x.shape).astype(dtype)
+    gamma, beta = rng.uniform(0.5, 2, 2).astype(dtype), rng.standard_normal(2).astype(dtype)
+    mm, mv = np.zeros(2, dtype), np.ones(2, dtype)
+    init = [np.zeros_like(x), np.zeros(2, dtype), np.zeros(2, dtype)]
+    p = dict(fix_gamma=False, eps=1e-3, output_mean_var=True)
+    outs, grads, _ = _run(p, x, gamma, beta, mm, mv, og, True, ['write'] * 3, init)
+    f64 = [a.astype(np.float64) for a in (x, gamma, beta, mm, mv, og)]
+    y, mean, var, dx, dgamma, dbeta = _ref(*f64[:6], 1, 1e-3, False, False, True)
+    np.testing.assert_allclose(outs[0], y, rtol=tol, atol=tol)
+    np.testing.assert_allclose(outs[1], mean, rtol=tol, atol=tol)
+    np.testing.assert_allclose(outs[2], 1 / np.sqrt(var + 1e-3), rtol=tol, atol=tol)
+    for got, want in zip(grads, (dx, dgamma, dbeta)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())

@@ -79,7 +79,7 @@ def test_deep_layer_backward_splits_by_channels(monkeypatch, threads):
     real = cp.conv_backward_channels
     monkeypatch.setattr(cp, 'conv_backward_channels',
                         lambda *a: calls.append(a[-1]) or real(*a))
-    # stride 2: no Winograd; dw of 128 x 64*9 elements is above SMALL_DW
+    # stride 2: no Winograd; dw of 128 x 64*9 elements is above _conv_par.SMALL_DW
     p = dict(kernel=(3, 3), num_filter=128, pad=(1, 1), stride=(2, 2))
     rng = np.random.default_rng(13)
     vals = [rng.uniform(-1, 1, s).astype(np.float32)

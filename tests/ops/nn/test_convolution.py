@@ -222,20 +222,33 @@ def test_kernels_dtype_and_req(dtype, req):
         np.testing.assert_allclose(g, want, **tol)
 
 
+@pytest.mark.parametrize('req', ['write', 'add'])
+@pytest.mark.parametrize('kernel, pad', [((3, 3), (1, 1)), ((1, 1), (0, 0))])
 @pytest.mark.parametrize('per_chunk', [1, 2])
-def test_chunked_batch_matches_reference(per_chunk, monkeypatch):
-    """Batches split into im2col chunks (one sample each, or two with a ragged last one)."""
+def test_chunked_batch_matches_reference(per_chunk, kernel, pad, req, monkeypatch):
+    """Batches split into im2col chunks (one sample each, or two with a ragged last one):
+    the weight gradient written (or added) by the first chunk and added by the others in
+    the GEMM, a pointwise kernel's data gradient stored (added) chunk by chunk."""
     from ffnumba.ops.nn import _im2col
-    monkeypatch.setattr(_im2col, 'COL_CHUNK_ELEMS', per_chunk * 18 * 16)
-    p = dict(kernel=(3, 3), num_filter=3, pad=(1, 1))
+    rows = 2 * kernel[0] * kernel[1]
+    monkeypatch.setattr(_im2col, 'COL_CHUNK_ELEMS', per_chunk * rows * 16)
+    monkeypatch.setattr(_im2col, 'MIN_GEMM_COLS', 1)
+    assert _im2col.chunk_size(5, rows, 16, kernel == (1, 1)) == per_chunk
+    p = dict(kernel=kernel, num_filter=3, pad=pad)
     rng = np.random.default_rng(2)
-    vals = [rng.uniform(-1, 1, s) for s in ((5, 2, 4, 4), (3, 2, 3, 3), (3,))]
+    vals = [rng.uniform(-1, 1, s) for s in ((5, 2, 4, 4), (3, 2) + kernel, (3,))]
     head = rng.uniform(-1, 1, (5, 3, 4, 4))
-    y, grads = _run('Convolution', p, vals, head)
+    init = [rng.uniform(-1, 1, v.shape) for v in vals]
+    op = get_op('Convolution')
+    params = op.parse_params(p)
+    y = np.empty(head.shape)
+    op.forward['cpu'](_ctx(), params, vals, [y], [])
     np.testing.assert_allclose(y, _ref(p, *vals)[0], rtol=1e-10, atol=1e-12)
-    exp = conv_backward(vals[0], vals[1], head, (3, 3), (), (1, 1), (), 1)
-    for g, e in zip(grads, exp):
-        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    grads = [i.copy() for i in init]
+    op.backward['cpu'](_ctx(), params, [head], vals, [y], grads, [req] * 3, [])
+    exp = conv_backward(vals[0], vals[1], head, kernel, (), pad, (), 1)
+    for g, e, i0 in zip(grads, exp, init):
+        np.testing.assert_allclose(g, e + (i0 if req == 'add' else 0), rtol=1e-10, atol=1e-12)
 
 
 def _golden_cases(op_name):
@@ -383,7 +396,7 @@ def test_im2col_flat_shift_matches_row_path(h, w, kh, kw, dh, dw, nb):
     (dict(kernel=(1, 1), num_filter=4, num_group=2, no_bias=True), (3, 4, 16, 16)),
     (dict(kernel=(1, 1), num_filter=3), (5, 4, 3, 3)),            # pointwise, gathered chunk
     (dict(kernel=(1,), num_filter=2, stride=(2,)), (2, 3, 9)),    # strided 1x1: table
-    (dict(kernel=(3, 3), num_filter=64, pad=(1, 1)), (3, 128, 4, 4)),   # dw > SMALL_DW
+    (dict(kernel=(3, 3), num_filter=64, pad=(1, 1)), (3, 128, 4, 4)),   # large dw, chunks
     (dict(kernel=(5, 5), num_filter=4, pad=(2, 2)), (3, 3, 8, 8)),      # flat shifted copies
     (dict(kernel=(3, 5), num_filter=2, pad=(1, 2), num_group=2), (2, 4, 4, 6)),
 ])
@@ -428,8 +441,8 @@ def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
     w3 = rng.uniform(-1, 1, (groups, F // groups, C // groups * int(np.prod(kernel))))
     b = rng.uniform(-1, 1, F)
     dy = rng.uniform(-1, 1, (data[0], F, int(np.prod(out))))
-    nb, col, tmp, part = conv_plan({}, x5, F, groups, g, x.dtype, nt)
-    nb1, col1, tmp1, part1 = conv_plan({}, x5, F, groups, g, x.dtype)
+    nb, col, tmp, dwt = conv_plan({}, x5, F, groups, g, x.dtype, nt)
+    nb1, col1, tmp1, dwt1 = conv_plan({}, x5, F, groups, g, x.dtype)
     y_par, y_ser = np.empty(dy.shape), np.empty(dy.shape)
     cp.conv_forward_par(x.reshape(-1), x5, w3, y_par, False, b, True, col, tmp, nb, g, nt)
     ic.conv_forward(x.reshape(-1), x5, w3, y_ser, False, b, True, col1, tmp1, nb1, g)
@@ -439,9 +452,9 @@ def test_parallel_drivers_match_serial(kernel, pad, groups, data, nt):
         dx_par, dw_par, dx_ser, dw_ser = init_x.copy(), init_w.copy(), init_x.copy(), init_w.copy()
         parts = np.full((nt,) + w3.shape, np.nan)
         cp.conv_backward_par(x.reshape(-1), x5, w3, dy, dx_par, dw_par, mode, mode, col, tmp,
-                             part, parts, nb, g, nt)
+                             dwt, parts, nb, g, nt)
         ic.conv_backward(x.reshape(-1), x5, w3, dy, dx_ser, dw_ser, mode, mode, col1, tmp1,
-                         part1, nb1, g)
+                         dwt1, nb1, g)
         np.testing.assert_allclose(dx_par, dx_ser, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(dw_par, dw_ser, rtol=1e-12, atol=1e-12)
 
