@@ -236,7 +236,11 @@ def _copy2(x):
     return t
 
 
-@njit(**JIT)
+# The front end is inlined into each caller at numba-IR level; it turns the three operands
+# into any-layout ('A') views (a full 2-D slice), so the body below compiles once per dtype
+# whatever the callers' layouts: C and F (transposed) operands compiled it three times
+# before, its rarely run copying path included (about 2 s of a cold ResNet-18).
+@njit(inline='always', **JIT)
 def gemm(alpha, a, b, beta, c):
     """``c = alpha * a @ b + beta * c`` (``c`` not read when ``beta == 0``), inside ``@njit``.
 
@@ -256,9 +260,15 @@ def gemm(alpha, a, b, beta, c):
 
     The caller checks shapes and dtypes (kernels do, before calling). The
     usual path works on strides and pointers only and allocates nothing (a
-    column-major ``c`` is computed as ``c^T = b^T a^T`` by swapping flags), so
-    each caller's layout combination compiles one small function.
+    column-major ``c`` is computed as ``c^T = b^T a^T`` by swapping flags), and
+    every layout compiles the same function (see :func:`_gemm_any`).
     """
+    return _gemm_any(alpha, a[:, :], b[:, :], beta, c[:, :])
+
+
+@njit(**JIT)
+def _gemm_any(alpha, a, b, beta, c):
+    """:func:`gemm` on any-layout views: one compiled function per dtype."""
     m, n = c.shape
     k = a.shape[1]
     if m == 0 or n == 0:
@@ -280,7 +290,8 @@ def _gemm_copied(alpha, a, b, beta, c):
     k = a.shape[1]
     ac, bc = _copy2(a), _copy2(b)
     cc = _copy2(c) if beta != 0 else np.empty((m, n), c.dtype)
-    _rows_or_cols(NO_TRANS, k, NO_TRANS, n, NO_TRANS, n, m, n, k, alpha, ac.ctypes.data,
+    nt = np.int64(NO_TRANS)     # not a literal: the same _rows_or_cols as the usual path
+    _rows_or_cols(nt, k, nt, n, nt, n, m, n, k, alpha, ac.ctypes.data,
                   bc.ctypes.data, beta, cc.ctypes.data, c.itemsize)
     for i in range(m):
         for j in range(n):

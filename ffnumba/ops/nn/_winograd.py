@@ -382,13 +382,16 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
 
 @njit(**JIT)
 def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf, padbuf,
-                   partbuf, nbmax, ph, pw, nlo, nhi, m):
+                   partbuf, nbmax, ph, pw, nlo, nhi, m, tile4):
     """Gradients of :func:`forward_range` on samples ``nlo..nhi``.
 
     ``dxf`` (flat like ``xf``) gets ``B dV B^T`` scattered-added (written
     when ``mode_dx == 1``, added when 2, untouched when 0); ``duf`` (laid
     out like ``uf``) gets ``dM V^T`` summed over these samples (written when
     ``mode_du == 1``, added when 2). ``partbuf`` holds ``F*C`` elements.
+    ``tile4``: None when ``m == 2`` (the default backward), anything else when
+    ``m == 4``; numba prunes the other tile's transforms on it, so the usual
+    backward compiles no F(4x4, 3x3) code (about 1 s of a cold start).
     """
     C, H, W = dims[1], dims[2], dims[3]
     F = dy.shape[1]
@@ -408,7 +411,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
         for b in range(nb):
             for f in range(F):
                 g = dy[n0 + b, f].reshape(OH * OW)
-                if m == 4:
+                if tile4 is not None:
                     w4.output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
                 else:
                     _output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
@@ -416,7 +419,10 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
             for b in range(nb):
                 for c in range(C):
                     _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                    _tf_in(m, padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                    if tile4 is not None:
+                        w4.input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                    else:
+                        _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
             first = mode_du == 1 and n0 == nlo
             for e in range((m + 2) * (m + 2)):
                 me = _mat(mbuf, e, ms, F, L)
@@ -438,7 +444,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
             for b in range(nb):
                 for c in range(C):
                     padf[:] = 0
-                    if m == 4:
+                    if tile4 is not None:
                         w4.input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
                     else:
                         _input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
@@ -585,7 +591,8 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
         backward_range(xf, dims, u, us, dy, dxf, dus[t], mode_dx, mode_du,
                        vbuf[t * vsz:(t + 1) * vsz], mbuf[t * msz:(t + 1) * msz],
                        pbuf[t * psz:(t + 1) * psz], parts[t * F * C:(t + 1) * F * C], nb,
-                       pad[0], pad[1], N * t // nt, N * (t + 1) // nt, m)
+                       pad[0], pad[1], N * t // nt, N * (t + 1) // nt, m,
+                       None if m == 2 else True)
     if nt == 1:
         part(0)
     else:
