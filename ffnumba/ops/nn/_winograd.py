@@ -205,8 +205,9 @@ def _input_tf(padf, row, TH, TW, v, base, CL):
         q = np.uint64(base + i * TW)
         for j in range(np.uint64(TW)):
             k = r0 + np.uint64(2) * j
-            c0, c1 = _col4(padf, k, ur), _col4(padf, k + 1, ur)
-            c2, c3 = _col4(padf, k + 2, ur), _col4(padf, k + 3, ur)
+            # uint64 offsets throughout (k + 1 would be int64: a second compiled _col4)
+            c0, c1 = _col4(padf, k, ur), _col4(padf, k + np.uint64(1), ur)
+            c2, c3 = _col4(padf, k + np.uint64(2), ur), _col4(padf, k + np.uint64(3), ur)
             o = q + j
             for r in range(4):       # row r of B^T d, times B
                 t = _bt4(c0[r], c1[r], c2[r], c3[r])
