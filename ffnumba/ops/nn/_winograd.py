@@ -205,7 +205,6 @@ def _input_tf(padf, row, TH, TW, v, base, CL):
         q = np.uint64(base + i * TW)
         for j in range(np.uint64(TW)):
             k = r0 + np.uint64(2) * j
-            # uint64 offsets throughout (k + 1 would be int64: a second compiled _col4)
             c0, c1 = _col4(padf, k, ur), _col4(padf, k + np.uint64(1), ur)
             c2, c3 = _col4(padf, k + np.uint64(2), ur), _col4(padf, k + np.uint64(3), ur)
             o = q + j
@@ -321,14 +320,6 @@ def _output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
 # ---------------------------------------------------------------- drivers
 
 @njit(**JIT)
-def _tf_in(m, padf, row, TH, TW, v, base, CL):    # the input transform of tile m
-    if m == 4:
-        w4.input_tf(padf, row, TH, TW, v, base, CL)
-    else:
-        _input_tf(padf, row, TH, TW, v, base, CL)
-
-
-@njit(**JIT)
 def _mat(buf, e, st, rows, cols):
     """The ``(rows, cols)`` matrix of transform position ``e`` in a flat buffer of stride ``st``."""
     return buf[e * st:e * st + rows * cols].reshape((rows, cols))
@@ -365,7 +356,10 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
         for b in range(nb):
             for c in range(C):
                 _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                _tf_in(m, padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                if m == 4:
+                    w4.input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                else:
+                    _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
         for e in range((m + 2) * (m + 2)):
             gemm(1.0, _mat(uf, e, us, F, C), _mat(vbuf, e, vs, C, L), 0.0, _mat(mbuf, e, ms, F, L))
         for b in range(nb):
@@ -390,9 +384,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
     when ``mode_dx == 1``, added when 2, untouched when 0); ``duf`` (laid
     out like ``uf``) gets ``dM V^T`` summed over these samples (written when
     ``mode_du == 1``, added when 2). ``partbuf`` holds ``F*C`` elements.
-    ``tile4``: None when ``m == 2`` (the default backward), anything else when
-    ``m == 4``; numba prunes the other tile's transforms on it, so the usual
-    backward compiles no F(4x4, 3x3) code (about 1 s of a cold start).
+    ``tile4``: None if ``m == 2`` (numba prunes the F(4x4, 3x3) code: 1 s of a cold start).
     """
     C, H, W = dims[1], dims[2], dims[3]
     F = dy.shape[1]
