@@ -244,7 +244,7 @@ def _forward_f32(ctx, p, inputs, outputs, aux):
 
 
 def _scratch(ctx, key, shape, dtype):
-    """Scratch of ``shape`` kept in the node's state (:func:`._im2col.buffer`)."""
+    """Scratch of ``shape`` from the per-thread pool of :func:`._im2col.buffer`."""
     n = int(np.prod(shape))
     return buffer(getattr(ctx, 'state', None), key, n, dtype)[:n].reshape(shape)
 
