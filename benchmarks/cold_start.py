@@ -21,7 +21,9 @@ warm child, timed on its own: the arithmetic every batch pays, so ``warm -
 step`` is what starting costs beyond it. ``cpu`` is the cold child's own CPU time up to the end of its first
 batch: on a loaded machine, where wall times swing, it stands for the cold
 start a quiet machine would see, as long as a compile-ahead child (which it
-does not count; see ``ffnumba._compile_ahead``) has a core of its own.
+does not count; see ``ffnumba._compile_ahead``) has a core of its own. The warm
+child's ``cpu`` is the same figure for a warm start (all its threads: the first
+batch's arithmetic on two threads counts twice).
 ``--rounds`` repeats everything; with
 several ``--roots`` (source trees, each put first on ``PYTHONPATH``) the trees
 alternate inside each round so a busy phase of the machine hits all of them,
@@ -211,6 +213,7 @@ def main():
                 keep((root, net, 'cold_process'), cold['process'])
                 if warm is not None:
                     keep((root, net, 'warm'), warm['first_batch'])
+                    keep((root, net, 'warm_cpu'), warm.get('cpu'))
                     keep((root, net, 'warm_import'), warm['import'])
                     keep((root, net, 'warm_process'), warm['process'])
                     keep((root, net, 'step'), warm.get('step'))
@@ -242,12 +245,13 @@ def main():
             nan = float('nan')
             step = best.get((root, net, 'step'), nan)
             warm = best.get((root, net, 'warm'), nan)
-            print('  %-16s cold %6.2f s [%6.2f] (cpu %6.2f)   warm %5.2f s [%5.2f]   step %5.2f s   '
-                  'warm - step %5.2f s'
+            print('  %-16s cold %6.2f s [%6.2f] (cpu %6.2f)   warm %5.2f s [%5.2f] (cpu %5.2f)   '
+                  'step %5.2f s   warm - step %5.2f s'
                   % (net, best.get((root, net, 'cold'), nan),
                      best.get((root, net, 'cold_process'), nan),
                      best.get((root, net, 'cold_cpu'), nan), warm,
-                     best.get((root, net, 'warm_process'), nan), step, warm - step))
+                     best.get((root, net, 'warm_process'), nan),
+                     best.get((root, net, 'warm_cpu'), nan), step, warm - step))
 
 
 if __name__ == '__main__':

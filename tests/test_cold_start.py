@@ -42,12 +42,21 @@ if sys.argv[1] == 'train':
     mod.forward_backward(batch)
     mod.update()
     assert np.isfinite(mod.get_outputs()[0].asnumpy()).all()
+if sys.argv[1] == 'conv':      # a Winograd-eligible layer, forward and backward (tile 2)
+    s = ff.sym.Convolution(ff.sym.Variable('data'), num_filter=16, kernel=(3, 3), pad=(1, 1),
+                           name='c')
+    exe = s.simple_bind(ff.cpu(), data=(2, 16, 4, 4))
+    for name, arr in exe.arg_dict.items():
+        arr[:] = np.random.default_rng(0).uniform(-1, 1, arr.shape).astype(np.float32)
+    exe.forward(is_train=True)
+    exe.backward(ff.nd.ones(exe.outputs[0].shape))
+    assert np.isfinite(exe.grad_dict['c_weight'].asnumpy()).all()
 print(json.dumps({'at_import': at_import, 'all': compiled, 'cuda': cuda}))
 '''
 
 
-def _child(what, cache):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
+def _child(what, cache, **env_vars):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=ROOT, **env_vars)
     env.pop('NUMBA_ENABLE_CUDASIM', None)
     proc = subprocess.run([sys.executable, '-c', _CHILD, what], env=env, capture_output=True,
                           text=True, timeout=600, cwd=str(cache))
@@ -68,3 +77,15 @@ def test_warm_cache_first_batch_compiles_nothing(tmp_path):
     warm = _child('train', tmp_path)
     assert warm['all'] == [], 'recompiled with a warm cache: %s' % warm['all']
     assert warm['cuda'] is False
+
+
+def test_conv_compiles_one_gemm_and_no_unused_winograd_tile(tmp_path):
+    # gemm's callers pass row- and column-major operands (w, w^T, col^T): one compiled
+    # body serves them all; the default backward runs F(2x2, 3x3) only, so the F(4x4, 3x3)
+    # transposed transforms are pruned.
+    out = _child('conv', tmp_path, FFNUMBA_CONV_WINOGRAD='2')
+    names = out['all']
+    assert 'ffnumba.ops.nn._winograd.backward_range' in names
+    assert names.count('ffnumba.ops._gemm._gemm_any') == 1, names
+    assert not [n for n in names if n.endswith(('output_tf_t', 'input_tf_t'))
+                and '_winograd4' in n], names

@@ -3,8 +3,8 @@
 Kernels call :func:`gemm` (``@njit``) instead of ``np.dot``. It takes 2-D
 views as the kernels hold them (``w3[j].T``, a row slice of a flat buffer
 reshaped, ``dy[n]``) and passes their transposes and leading dimensions to
-a row-major, 64-bit-integer CBLAS ``?gemm`` without copying; an operand with
-no unit stride (or a negative one) is copied first.
+a row-major, 64-bit-integer CBLAS ``?gemm`` without copying; operands with
+no unit stride (or a negative one) are multiplied by plain loops instead.
 
 The library is chosen once per process, at import, by ``FFNUMBA_GEMM``:
 
@@ -214,7 +214,7 @@ def backend():
 
 @njit(**JIT)
 def _layout(x):
-    """``(trans, ld)`` of a 2-D view for a row-major CBLAS call; ``trans = 0`` if it needs a copy."""
+    """``(trans, ld)`` of a 2-D view for a row-major CBLAS call; ``trans = 0`` if it has none."""
     r, c = x.shape
     it = x.itemsize
     s0, s1 = x.strides
@@ -225,18 +225,11 @@ def _layout(x):
     return 0, 0
 
 
-@njit(**JIT)
-def _copy2(x):
-    """A C-contiguous copy of the 2-D ``x`` (element loops: cheap to compile for any layout)."""
-    r, q = x.shape
-    t = np.empty((r, q), x.dtype)
-    for i in range(r):
-        for j in range(q):
-            t[i, j] = x[i, j]
-    return t
-
-
-@njit(**JIT)
+# The front end is inlined into each caller at numba-IR level; it turns the three operands
+# into any-layout ('A') views (a full 2-D slice), so the body below compiles once per dtype
+# whatever the callers' layouts: C and F (transposed) operands compiled it three times
+# before, its rarely run fallback included (about 2 s of a cold ResNet-18).
+@njit(inline='always', **JIT)
 def gemm(alpha, a, b, beta, c):
     """``c = alpha * a @ b + beta * c`` (``c`` not read when ``beta == 0``), inside ``@njit``.
 
@@ -244,21 +237,27 @@ def gemm(alpha, a, b, beta, c):
     ----------
     alpha, beta : float
     a : 2-D float32 or float64 array ``(m, k)``, any strides (a transposed
-        view is passed as a transpose; no unit stride: copied)
+        view is passed as a transpose; no unit stride: plain loops)
     b : 2-D array ``(k, n)``, same dtype
     c : 2-D array ``(m, n)``, same dtype, written in place (row- or
-        column-major views are written directly; others through a temporary)
+        column-major views are written directly; others by the loops)
 
     Returns
     -------
     int
-        Unused by callers (0, or the copied elements on the copying path).
+        Unused by callers (0; 1 when the loops of :func:`_gemm_loops` ran).
 
     The caller checks shapes and dtypes (kernels do, before calling). The
     usual path works on strides and pointers only and allocates nothing (a
-    column-major ``c`` is computed as ``c^T = b^T a^T`` by swapping flags), so
-    each caller's layout combination compiles one small function.
+    column-major ``c`` is computed as ``c^T = b^T a^T`` by swapping flags), and
+    every layout compiles the same function (see :func:`_gemm_any`).
     """
+    return _gemm_any(alpha, a[:, :], b[:, :], beta, c[:, :])
+
+
+@njit(**JIT)
+def _gemm_any(alpha, a, b, beta, c):
+    """:func:`gemm` on any-layout views: one compiled function per dtype."""
     m, n = c.shape
     k = a.shape[1]
     if m == 0 or n == 0:
@@ -267,26 +266,31 @@ def gemm(alpha, a, b, beta, c):
     tb, ldb = _layout(b)
     tc, ldc = _layout(c)
     if ta == 0 or tb == 0 or tc == 0:   # no unit stride (never the kernels' own views)
-        return _gemm_copied(alpha, a, b, beta, c)
+        return _gemm_loops(alpha, a, b, beta, c)
     _rows_or_cols(ta, lda, tb, ldb, tc, ldc, m, n, k, alpha, a.ctypes.data, b.ctypes.data,
                   beta, c.ctypes.data, c.itemsize)
     return 0
 
 
 @njit(**JIT)
-def _gemm_copied(alpha, a, b, beta, c):
-    """:func:`gemm` through C-contiguous copies of all three operands (allocates: the rare path)."""
+def _gemm_loops(alpha, a, b, beta, c):
+    """:func:`gemm` by plain loops, summing in float64: operands with no unit stride.
+
+    Never the kernels' own views (only a direct call with, e.g., a negative or
+    non-unit-step slice gets here). Loops compile in a fraction of the time a
+    copy of each operand into a library call took (about 0.5 s of every cold
+    start, as every kernel that multiplies compiles this path).
+    """
     m, n = c.shape
     k = a.shape[1]
-    ac, bc = _copy2(a), _copy2(b)
-    cc = _copy2(c) if beta != 0 else np.empty((m, n), c.dtype)
-    _rows_or_cols(NO_TRANS, k, NO_TRANS, n, NO_TRANS, n, m, n, k, alpha, ac.ctypes.data,
-                  bc.ctypes.data, beta, cc.ctypes.data, c.itemsize)
     for i in range(m):
         for j in range(n):
-            c[i, j] = cc[i, j]
-    # the copies live until here, after the library call that reads them
-    return ac.size + bc.size
+            acc = 0.0
+            for q in range(k):
+                acc += a[i, q] * b[q, j]
+            v = alpha * acc
+            c[i, j] = v + beta * c[i, j] if beta != 0 else v
+    return 1
 
 
 @njit(**JIT)

@@ -84,6 +84,14 @@ def test_beta_zero_ignores_nan_in_c():
     assert (c == 4).all()
 
 
+def test_strided_output_runs_the_loops_and_ignores_nan_when_beta_is_zero():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    c = np.full((6, 4), np.nan, np.float32)[::2, ::2]        # no unit stride: the loop path
+    assert _gemm.gemm(1.0, a, np.ones((4, 2), np.float32), 0.0, c) == 1
+    np.testing.assert_array_equal(c, a.sum(axis=1, keepdims=True).repeat(2, axis=1))
+    assert _gemm.gemm(1.0, a, np.ones((4, 2), np.float32), 0.0, np.empty((3, 2), np.float32)) == 0
+
+
 def test_vectors_and_unit_dims():
     rng = np.random.default_rng(5)
     for shape_a, shape_b in (((1, 6), (6, 1)), ((6, 1), (1, 5)), ((1, 1), (1, 7))):

@@ -481,7 +481,7 @@ def _kind(dims, g, F):
 
 
 def _scratch(state, dt, kind, dims, g, nt, backward):
-    """Per-thread tuples of scratch arrays (views of one buffer kept in ``state``)."""
+    """Per-thread tuples of scratch arrays (views of one :func:`._im2col.buffer` array)."""
     C, H, W = dims[1], dims[3], dims[4]
     if kind == 'planes':      # padded input plane (and dx plane / bordered dy plane)
         size = (H + 2 * g[7]) * g[5] * -(-(W + 2 * g[8]) // g[5])

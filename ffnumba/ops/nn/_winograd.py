@@ -205,8 +205,8 @@ def _input_tf(padf, row, TH, TW, v, base, CL):
         q = np.uint64(base + i * TW)
         for j in range(np.uint64(TW)):
             k = r0 + np.uint64(2) * j
-            c0, c1 = _col4(padf, k, ur), _col4(padf, k + 1, ur)
-            c2, c3 = _col4(padf, k + 2, ur), _col4(padf, k + 3, ur)
+            c0, c1 = _col4(padf, k, ur), _col4(padf, k + np.uint64(1), ur)
+            c2, c3 = _col4(padf, k + np.uint64(2), ur), _col4(padf, k + np.uint64(3), ur)
             o = q + j
             for r in range(4):       # row r of B^T d, times B
                 t = _bt4(c0[r], c1[r], c2[r], c3[r])
@@ -320,14 +320,6 @@ def _output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
 # ---------------------------------------------------------------- drivers
 
 @njit(**JIT)
-def _tf_in(m, padf, row, TH, TW, v, base, CL):    # the input transform of tile m
-    if m == 4:
-        w4.input_tf(padf, row, TH, TW, v, base, CL)
-    else:
-        _input_tf(padf, row, TH, TW, v, base, CL)
-
-
-@njit(**JIT)
 def _mat(buf, e, st, rows, cols):
     """The ``(rows, cols)`` matrix of transform position ``e`` in a flat buffer of stride ``st``."""
     return buf[e * st:e * st + rows * cols].reshape((rows, cols))
@@ -364,7 +356,10 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
         for b in range(nb):
             for c in range(C):
                 _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                _tf_in(m, padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                if m == 4:
+                    w4.input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                else:
+                    _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
         for e in range((m + 2) * (m + 2)):
             gemm(1.0, _mat(uf, e, us, F, C), _mat(vbuf, e, vs, C, L), 0.0, _mat(mbuf, e, ms, F, L))
         for b in range(nb):
@@ -382,14 +377,15 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
 
 @njit(**JIT)
 def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf, padbuf,
-                   nbmax, ph, pw, nlo, nhi, m):
+                   nbmax, ph, pw, nlo, nhi, m, tile4):
     """Gradients of :func:`forward_range` on samples ``nlo..nhi``.
 
     ``dxf`` (flat like ``xf``) gets ``B dV B^T`` scattered-added (written
     when ``mode_dx == 1``, added when 2, untouched when 0); ``duf`` (laid
     out like ``uf``) gets ``dM V^T`` summed over these samples (written when
     ``mode_du == 1``, added when 2) by the GEMMs themselves (``beta = 1``
-    after the first chunk).
+    after the first chunk). ``tile4``: None if ``m == 2`` (numba prunes the
+    F(4x4, 3x3) code: 1 s of a cold start).
     """
     C, H, W = dims[1], dims[2], dims[3]
     F = dy.shape[1]
@@ -408,7 +404,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
         for b in range(nb):
             for f in range(F):
                 g = dy[n0 + b, f].reshape(OH * OW)
-                if m == 4:
+                if tile4 is not None:
                     w4.output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
                 else:
                     _output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
@@ -416,7 +412,10 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
             for b in range(nb):
                 for c in range(C):
                     _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                    _tf_in(m, padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                    if tile4 is not None:
+                        w4.input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
+                    else:
+                        _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
             first = mode_du == 1 and n0 == nlo
             for e in range((m + 2) * (m + 2)):
                 me = _mat(mbuf, e, ms, F, L)
@@ -429,7 +428,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
             for b in range(nb):
                 for c in range(C):
                     padf[:] = 0
-                    if m == 4:
+                    if tile4 is not None:
                         w4.input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
                     else:
                         _input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
@@ -510,12 +509,12 @@ def _plan(state, dims, F, OH, OW, dtype, nt, m):
     TH, TW = tiles(OH, OW, m)
     T, a2 = TH * TW, (m + 2) * (m + 2)
     nb = chunk_size(-(-N // nt), C, F, T, a2)
-    vsz, msz = a2 * stride(C * nb * T), a2 * stride(F * nb * T)
+    vsz, msz = a2 * stride.py_func(C * nb * T), a2 * stride.py_func(F * nb * T)
     psz = (m * TH + 2) * (m * TW + 2)
     vbuf = ic.buffer(state, 'wino_v', nt * vsz, dtype)
     mbuf = ic.buffer(state, 'wino_m', nt * msz, dtype)
     pbuf = ic.buffer(state, 'wino_pad', nt * psz, dtype)
-    us = stride(F * C)
+    us = stride.py_func(F * C)      # py_func: no kernel to load on a warm start
     u = ic.buffer(state, 'wino_u', a2 * us, dtype)
     return nb, (vbuf, vsz), (mbuf, msz), (pbuf, psz), (u, us)
 
@@ -575,7 +574,7 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
         backward_range(xf, dims, u, us, dy, dxf, dus[t], mode_dx, mode_du,
                        vbuf[t * vsz:(t + 1) * vsz], mbuf[t * msz:(t + 1) * msz],
                        pbuf[t * psz:(t + 1) * psz], nb, pad[0], pad[1], N * t // nt,
-                       N * (t + 1) // nt, m)
+                       N * (t + 1) // nt, m, None if m == 2 else True)
     if nt == 1:
         part(0)
     else:

@@ -187,8 +187,10 @@ def input_tf(padf, row, TH, TW, v, base, CL):
         q = np.uint64(base + i * TW)
         for j in range(np.uint64(TW)):
             k = r0 + np.uint64(4) * j
-            c0, c1, c2 = _col(padf, k, ur), _col(padf, k + 1, ur), _col(padf, k + 2, ur)
-            c3, c4, c5 = _col(padf, k + 3, ur), _col(padf, k + 4, ur), _col(padf, k + 5, ur)
+            u1, u2, u3, u4, u5 = (np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4),
+                                  np.uint64(5))     # uint64 offsets: one compiled _col
+            c0, c1, c2 = _col(padf, k, ur), _col(padf, k + u1, ur), _col(padf, k + u2, ur)
+            c3, c4, c5 = _col(padf, k + u3, ur), _col(padf, k + u4, ur), _col(padf, k + u5, ur)
             o = q + j
             for r in range(6):
                 t = _bt(c0[r], c1[r], c2[r], c3[r], c4[r], c5[r])

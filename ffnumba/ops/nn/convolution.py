@@ -341,7 +341,7 @@ def fused_forward_cpu(ctx, p, inputs, y, ep, mode):
     Parameters
     ----------
     ctx : OpContext
-        The convolution node's context (its scratch lives in ``ctx.state``).
+        The convolution node's context (with it, scratch comes from a per-thread pool).
     p : ConvolutionParam
     inputs : list of ndarray
         ``data``, ``weight`` (and ``bias``), float32 or float64.

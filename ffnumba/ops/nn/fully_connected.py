@@ -341,7 +341,7 @@ def _swap_scratch(ctx, M, H, dtype):
 
 
 def _scratch(ctx, key, shape, dtype):
-    """Scratch of ``shape`` kept in the node's state (:func:`._im2col.buffer`)."""
+    """Scratch of ``shape`` from the per-thread pool of :func:`._im2col.buffer`."""
     n = int(np.prod(shape))
     return buffer(getattr(ctx, 'state', None), key, n, dtype)[:n].reshape(shape)
 
