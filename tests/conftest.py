@@ -8,6 +8,11 @@ from hypothesis import HealthCheck, settings
 # No compile-ahead child per test process (ffnumba._compile_ahead): the suite binds
 # hundreds of executors; tests/test_compile_ahead.py turns it on where it tests it.
 os.environ.setdefault('FFNUMBA_COMPILE_AHEAD', '0')
+# Where the optional MKL is installed (the `mkl` extra), bit-for-bit comparisons of two
+# paths need MKL's run-to-run reproducible mode: by default it may change its thread
+# count per call on a loaded machine, and with it a float64 GEMM's summation order.
+os.environ.setdefault('MKL_DYNAMIC', 'FALSE')
+os.environ.setdefault('MKL_CBWR', 'AUTO,STRICT')
 
 settings.register_profile(
     'ci', max_examples=25, deadline=None, derandomize=True,
