@@ -237,7 +237,7 @@ def _bias_grad(og, db, add):
 
 def _as2d(p, x, H):
     """The ``(M, K)`` view of the data and the ``(M, H)`` view for outputs."""
-    shape = x.shape
+    shape = tuple(x.shape)      # (a simulated CUDA array's shape takes no negative slice)
     if p.flatten:
         M, K = shape[0], math.prod(shape[1:])
     else:
