@@ -34,3 +34,17 @@ def _seed():
     ff.random.seed(0)
     np.random.seed(0)
     yield
+
+
+@pytest.fixture
+def threads(monkeypatch):
+    """``threads(n)`` sets numba's thread count (restored afterwards), with no
+    multi-context BLAS cap left by an earlier test (it is process-wide)."""
+    import numba
+    from ffnumba import blas_threads
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip('numba was started with one thread')
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', False)
+    before = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(before)

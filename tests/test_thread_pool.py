@@ -121,18 +121,10 @@ def test_error_of_a_stolen_part_is_raised():
 
 
 @pytest.fixture
-def two_threads(monkeypatch):
-    """numba at 2 threads (what :func:`kernel_threads` reads), restored afterwards; no
-    multi-context cap left by an earlier test (it is process-wide)."""
-    import numba
-    from ffnumba import blas_threads
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip('numba was started with one thread')
-    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', False)
-    before = numba.get_num_threads()
-    numba.set_num_threads(2)
-    yield
-    numba.set_num_threads(before)
+def two_threads(threads):
+    """numba at 2 threads (what :func:`kernel_threads` reads), through conftest's
+    ``threads``."""
+    threads(2)
 
 
 @pytest.mark.parametrize('size, least, count', [

@@ -21,20 +21,6 @@ def _run(p, arrays, head):
     return grads
 
 
-@pytest.fixture
-def threads(monkeypatch):
-    """``threads(n)`` sets numba's thread count; the count is restored afterwards. No
-    multi-context cap left by an earlier test (it is process-wide)."""
-    import numba
-    from ffnumba import blas_threads
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip('numba was started with one thread')
-    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', False)
-    before = numba.get_num_threads()
-    yield numba.set_num_threads
-    numba.set_num_threads(before)
-
-
 @pytest.mark.parametrize('kernel, stride, pad, data, F, nbc', [
     ((3, 3), (1, 1), (1, 1), (5, 6, 4, 3), 4, 5),      # the whole batch in one chunk
     ((3, 3), (2, 1), (1, 0), (5, 7, 6, 5), 3, 2),      # chunks: dw added from the part
