@@ -35,7 +35,6 @@ from numba import njit
 
 from ..templates import JIT
 from . import _conv_par as cp
-from ._cl_transpose import from_cl as _from_cl, to_cl as _to_cl
 from ._conv_epilogue import apply_all, apply_channels, expand
 from ._im2col import _transpose, _valid, buffer
 
@@ -325,7 +324,7 @@ def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi, ep, ep_mode):
     P = OH * OW
     HW = H * W
     for n in range(nlo, nhi):
-        _to_cl(xf, n * C * HW, C, HW, xt)
+        _transpose(xf, n * C * HW, C, HW, xt, 0, False)
         for oh in range(OH):
             for ow in range(OW):
                 ob = U((oh * OW + ow) * C)
@@ -349,7 +348,7 @@ def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi, ep, ep_mode):
                             yt[ob + c] += wr[c] * xt[ib + c]
                 if ep is not None:          # numba prunes this for a plain convolution
                     apply_channels(yt, (oh * OW + ow) * C, C, ep, ep_mode)
-        _from_cl(yt, C, P, yf, n * C * P)
+        _transpose(yt, 0, P, C, yf, n * C * P, False)
 
 
 @njit(**JIT)
@@ -364,9 +363,9 @@ def _cl_bwd(xf, dims, wt, dyf, dxf, dwp, mode_dx, want_dw, g, xt, dyt, dxt, dwt,
     if want_dw:
         dwt[:] = 0
     for n in range(nlo, nhi):
-        _to_cl(dyf, n * C * P, C, P, dyt)
+        _transpose(dyf, n * C * P, C, P, dyt, 0, False)
         if want_dw:
-            _to_cl(xf, n * C * HW, C, HW, xt)
+            _transpose(xf, n * C * HW, C, HW, xt, 0, False)
         if mode_dx != 0:
             dxt[:] = 0
         for oh in range(OH):
