@@ -160,13 +160,14 @@ def sum_parts(parts, t0, dst, ncol, write):
 
 @njit(**JIT)
 def backward_channel_range(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf, tmpbuf,
-                           partbuf, nbc, g, clo, chi):
+                           nbc, g, clo, chi):
     """Gradients of a one-group convolution for input channels ``clo..chi`` and every sample.
 
     ``w2`` / ``dw2`` ``(F, C*K)``; ``dx`` rows and ``dw`` columns of those
     channels only are written (``mode`` 1) or added to (2). Chunks of
     ``nbc`` samples: per chunk ``dy`` is gathered whole, the channels'
-    columns unrolled, ``dw[:, cols] (+)= dy col^T`` and ``col = w[:, cols]^T dy``
+    columns unrolled, ``dw[:, cols] (+)= dy col^T`` accumulated by the GEMM
+    (``beta = 1`` unless the first chunk writes) and ``col = w[:, cols]^T dy``
     scattered back (:func:`._im2col.col2im`).
     """
     N, C = dims[0], dims[1]
@@ -181,7 +182,6 @@ def backward_channel_range(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf,
         plane = dims[2] * dims[3] * dims[4]
         for n in range(N):
             dxf[(n * C + clo) * plane:(n * C + chi) * plane] = 0
-    part = partbuf[:F * rows].reshape((F, rows))
     for n0 in range(0, N, nbc):
         nb = min(nbc, N - n0)
         colf = colbuf[:rows * nb * P]
@@ -190,15 +190,7 @@ def backward_channel_range(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf,
         _gather(dy, n0, nb, 0, F, dyt)
         if mode_dw != 0:
             im2col(xf, dims, n0, nb, clo, cn, g, colf)
-            if mode_dw == 1 and n0 == 0:
-                gemm(1.0, dyt, col.T, 0.0, dwsl)
-            else:
-                gemm(1.0, dyt, col.T, 0.0, part)
-                for f in range(F):
-                    dst = dwsl[f]
-                    src = part[f]
-                    for r in range(rows):
-                        dst[r] += src[r]
+            gemm(1.0, dyt, col.T, 0.0 if mode_dw == 1 and n0 == 0 else 1.0, dwsl)
         if mode_dx != 0:
             gemm(1.0, wsl.T, dyt, 0.0, col)
             col2im(colf, dims, n0, nb, clo, cn, g, dxf)
@@ -206,30 +198,29 @@ def backward_channel_range(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf,
 
 def channel_split(N, C, G, nb1, nt, dw_size):
     """Whether :func:`conv_backward_channels` runs the backward: one group, at least
-    ``2 * nt`` input channels, the whole batch in one chunk of one thread (``nb1``),
-    and a weight gradient one thread computes as ``dy col^T`` (``dw_size`` above
-    :data:`SMALL_DW`), as here: the same GEMMs as one thread, cut by columns."""
+    ``2 * nt`` input channels, the whole batch in one chunk of one thread (``nb1``:
+    the chunks, so the GEMM depths, of one thread), and a weight gradient of more
+    than :data:`SMALL_DW` elements (smaller ones stay on the batch split)."""
     return nt > 1 and G == 1 and C >= 2 * nt and nb1 >= N and dw_size > SMALL_DW
 
 
 def conv_backward_channels(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf, tmpbuf,
-                           partbuf, nbc, g, nt):
+                           nbc, g, nt):
     """:func:`backward_channel_range` with the input channels split over ``nt`` threads.
 
-    ``colbuf`` / ``tmpbuf`` / ``partbuf`` hold ``nt`` pieces of
-    ``ceil(C/nt)*K*nbc*P``, ``F*nbc*P`` and ``F*ceil(C/nt)*K`` elements.
+    ``colbuf`` / ``tmpbuf`` hold ``nt`` pieces of ``ceil(C/nt)*K*nbc*P`` and
+    ``F*nbc*P`` elements.
     """
     C = dims[1]
     F, CK = w2.shape
     P = dy.shape[2]
     rmax = -(-C // nt) * (CK // C)
-    csz, tsz, psz = rmax * nbc * P, F * nbc * P, F * rmax
+    csz, tsz = rmax * nbc * P, F * nbc * P
 
     def part(t):
         backward_channel_range(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw,
                                colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz],
-                               partbuf[t * psz:(t + 1) * psz], nbc, g, C * t // nt,
-                               C * (t + 1) // nt)
+                               nbc, g, C * t // nt, C * (t + 1) // nt)
     run_split(part, nt)
 
 

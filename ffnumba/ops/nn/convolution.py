@@ -461,12 +461,11 @@ def _by_channels(state, p, x, w3, dy, in_grads, mode_dx, mode_dw, geom, x5, nt):
     rmax = -(-C // nt) * K
     colbuf = ic.buffer(state, 'col', nt * rmax * nbc * P, x.dtype)
     tmpbuf = ic.buffer(state, 'tmp', nt * F * nbc * P, x.dtype)
-    partbuf = ic.buffer(state, 'part', nt * F * rmax, x.dtype)
     dx = in_grads[0].reshape(-1) if mode_dx else colbuf[:1]
     with numba_blas_single_thread():
         cp.conv_backward_channels(x.reshape(-1), x5, w3[0], dy.reshape(N, F, -1), dx,
                                   in_grads[1].reshape(w3[0].shape), mode_dx, mode_dw,
-                                  colbuf, tmpbuf, partbuf, nbc, geom, nt)
+                                  colbuf, tmpbuf, nbc, geom, nt)
     return True
 
 

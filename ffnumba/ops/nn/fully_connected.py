@@ -50,6 +50,7 @@ from ...thread_pool import pool_used
 from .. import gemm_cuda
 from .._gemm import gemm
 from ._conv_par import run_split, split_threads
+from .activation import relu
 from ._im2col import buffer
 from ..params import Field, Params
 from ..registry import OpDef, register_op, shape_assign
@@ -136,13 +137,12 @@ def _fc_forward(x, w, b, out, scr, has_bias, swap, relu):
 
 @njit(**JIT)
 def _relu_rows(out):
-    """``Activation('relu')``'s scalar body on the 2-D ``out`` in place (NaN stays NaN)."""
-    z = out.dtype.type(0)
+    """``Activation('relu')``'s scalar body (:func:`.activation.relu`) on the 2-D ``out``
+    in place (NaN stays NaN)."""
     for m in range(out.shape[0]):
         row = out[m]
         for h in range(np.uint64(out.shape[1])):
-            v = row[h]
-            row[h] = v if v > 0 or v != v else z
+            row[h] = relu(row[h], 0.0, 0.0)
 
 
 #: Fewest rows ``M`` of a product that :func:`swap_product` computes transposed.
@@ -309,7 +309,7 @@ def _forward_into(ctx, p, inputs, y, relu):
     nt = _fc_threads(M, w.shape[1], H, H)
     if nt <= 1:
         swap = swap_product(M, H)
-        scr = _swap_scratch(ctx, M, H, out.dtype) if swap else _NO_SCRATCH[out.dtype]
+        scr = _scratch(ctx, 'fc_t', (H, M), out.dtype) if swap else _NO_SCRATCH[out.dtype]
         if nt == 1:
             _fc_forward(x, w, b, out, scr, not p.no_bias, swap, relu)
         else:
@@ -329,20 +329,9 @@ def _forward_into(ctx, p, inputs, y, relu):
         _relu_rows(out)
 
 
-def _swap_scratch(ctx, M, H, dtype):
-    """The ``(H, M)`` scratch of a swapped product, kept in the node's state."""
-    state = getattr(ctx, 'state', None)
-    scr = state.get('fc_t') if state is not None else None
-    if scr is None or scr.shape != (H, M) or scr.dtype != dtype:
-        scr = np.empty((H, M), dtype)
-        if state is not None:
-            state['fc_t'] = scr
-    return scr
-
-
 def _scratch(ctx, key, shape, dtype):
     """Scratch of ``shape`` from the per-thread pool of :func:`._im2col.buffer`."""
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     return buffer(getattr(ctx, 'state', None), key, n, dtype)[:n].reshape(shape)
 
 

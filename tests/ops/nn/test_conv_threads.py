@@ -44,12 +44,12 @@ def test_channel_split_driver_matches_serial(kernel, stride, pad, data, F, nbc, 
     dy = rng.uniform(-1, 1, (data[0], F, P))
     rmax = -(-C // nt) * K
     col = np.full(nt * rmax * nbc * P, np.nan)
-    tmp, part = np.full(nt * F * nbc * P, np.nan), np.full(nt * F * rmax, np.nan)
+    tmp = np.full(nt * F * nbc * P, np.nan)
     for mode_dx, mode_dw in ((1, 1), (2, 2), (0, 1), (2, 1)):
         init_x, init_w = rng.uniform(-1, 1, x.size), rng.uniform(-1, 1, w2.shape)
         dx_par, dw_par, dx_ser, dw_ser = init_x.copy(), init_w.copy(), init_x.copy(), init_w.copy()
         cp.conv_backward_channels(x.reshape(-1), x5, w2, dy, dx_par, dw_par, mode_dx, mode_dw,
-                                  col, tmp, part, nbc, g, nt)
+                                  col, tmp, nbc, g, nt)
         ic.conv_backward(x.reshape(-1), x5, w2[None], dy, dx_ser, dw_ser[None], mode_dx,
                          mode_dw, np.empty(C * K * nbc * P), np.empty(F * nbc * P),
                          np.empty(F * C * K), nbc, g)
