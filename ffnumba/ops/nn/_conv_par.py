@@ -29,7 +29,7 @@ thread.
 from numba import njit
 
 from ...jit import JIT
-from ...thread_pool import SPLIT_MIN_ELEMS, run_parallel, split_range
+from ...thread_pool import SPLIT_MIN_ELEMS, kernel_threads, run_parallel, split_range
 from .._gemm import gemm
 from ._im2col import _gather, backward_range, col2im, forward_range, im2col
 
@@ -43,19 +43,10 @@ __all__ = ['conv_forward_par', 'conv_backward_par', 'conv_backward_channels', 'r
 
 
 def split_threads(n):
-    """Threads to split a batch of ``n`` samples over: numba's thread count, at most ``n``.
-
-    Multi-context runs cap BLAS at each context's share of the cores
-    (:mod:`ffnumba.blas_threads`); a convolution then takes no more threads
-    than that share, so contexts running side by side do not oversubscribe.
-    """
-    from numba import get_num_threads
-    from ...blas_threads import kernel_thread_cap
-    nt = int(get_num_threads())
-    cap = kernel_thread_cap()     # None unless several contexts or ranks share the cores
-    if cap:
-        nt = min(nt, int(cap))
-    return max(1, min(nt, int(n)))
+    """Threads to split a batch of ``n`` samples over: numba's thread count, at most ``n``,
+    capped at a context's share of the cores in multi-context runs
+    (:func:`ffnumba.thread_pool.kernel_threads`, the one rule every kernel split uses)."""
+    return kernel_threads(n)
 
 
 def run_split(part, nt):
