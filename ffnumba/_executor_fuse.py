@@ -117,8 +117,8 @@ def find_chains(view, shapes, types, ctx):
             continue
         if node.op.name == 'FullyConnected':
             nxt = sole_consumer(nid)
-            if nxt is not None and _activation(view.nodes[nxt]) is not None \
-                    and _activation(view.nodes[nxt])[0] == RELU:
+            act = _activation(view.nodes[nxt]) if nxt is not None else None
+            if act is not None and act[0] == RELU:
                 chains.append((nid, None, nxt))
             continue
         bn, act = None, None

@@ -155,7 +155,21 @@ def swap_product(M, H):
     transposed right operand of few rows slowly: (32, 784) x (784, 128) measured 83 us
     straight, 63 us swapped (one thread; np.dot 69 us), (32, 512) x (512, 512) 225 vs
     165 us; with ``M >= H`` or ``M < 8`` the straight call was as fast or faster
-    (measured on one thread, OpenBLAS 0.3.31 and MKL)."""
+    (measured on one thread, OpenBLAS 0.3.31 and MKL).
+
+    Parameters
+    ----------
+    M : int
+        Rows of the data ``(M, K)`` (the batch, flattened).
+    H : int
+        Hidden units (rows of the weight ``(H, K)``).
+
+    Returns
+    -------
+    bool
+        True when ``M >= SWAP_MIN_ROWS`` and ``H >= 2 * M``; the result is the
+        same product either way (within float rounding of the library's GEMM).
+    """
     return M >= SWAP_MIN_ROWS and 2 * M <= H
 
 
