@@ -16,9 +16,15 @@ Errors still name the node: an exception raised by a kernel is re-raised
 through :func:`ffnumba._executor_bind._reraise`. An executor with a monitor
 takes its own per-node loop (the monitor reads each node's record). This module sits beside
 ``_executor_bind`` below ``executor.py`` and never imports it.
+
+With two kernel threads, a pass from its second run on follows its branch
+schedule when it has one (:mod:`ffnumba._executor_branches`: independent nodes
+side by side, one per thread), made the first time it is wanted.
 """
 from ._executor_bind import _reraise
+from ._executor_branches import schedule_pass
 from .jit import direct
+from .thread_pool import kernel_threads
 
 __all__ = ['CallPlan']
 
@@ -34,10 +40,15 @@ class CallPlan:
         Each with ``nid``, ``fwd``/``bwd``, ``ctx``, ``p``, ``ins``, ``outs``,
         ``aux`` (and for backward ``ograds``, ``igrads``, ``reqs``, ``post``:
         NDArray pairs ``(tmp, dst)`` whose ``tmp`` is added into ``dst`` after the call).
+    branches : bool, default False
+        Run passes by their branch schedule on two threads (CPU arrays only).
     """
 
-    def __init__(self, nodes, fwd_plan, bwd_plan):
+    def __init__(self, nodes, fwd_plan, bwd_plan, branches=False):
         self._nodes = nodes
+        self._branches = branches
+        self._sched = {}      # pass -> Schedule or None, made on first use
+        self._runs = {'forward': 0, 'backward': 0}
         self._fwd_nids = [r.nid for r in fwd_plan]
         self._bwd_nids = [r.nid for r in bwd_plan]
         self._ctxs = [r.ctx for r in fwd_plan]
@@ -55,8 +66,42 @@ class CallPlan:
                 c.is_train = is_train
             self._train = is_train
 
+    def _schedule(self, what):
+        """The branch schedule of pass ``what`` to run now, or None (run node after node)."""
+        runs = self._runs[what]
+        self._runs[what] = runs + 1
+        if not self._branches or not runs or kernel_threads(2) < 2:
+            return None   # the first run (compiling) goes node after node
+        if what not in self._sched:
+            self._sched[what] = self._make_schedule(what)
+        return self._sched[what]
+
+    def _make_schedule(self, what):
+        names = [self._nodes[n].op.name for n in
+                 (self._fwd_nids if what == 'forward' else self._bwd_nids)]
+        if what == 'forward':
+            acc = [(ins + aux, outs + aux, ins, outs) for _, _, _, ins, outs, aux in self._fwd]
+        else:
+            acc = [(og + ins + outs + aux, ig + [a._data for pair in post for a in pair],
+                    ins, outs) for _, _, _, og, ins, outs, ig, _, aux, post in self._bwd]
+        return schedule_pass(names, acc, what == 'backward')
+
+    def _run_scheduled(self, sched, calls, what, nids):
+        failed = sched.run(calls)
+        if failed is not None:
+            i, e = failed
+            _reraise(self._nodes[nids[i]], what, e)
+
     def forward(self):
         """Run every node's forward in graph order (no monitor)."""
+        sched = self._schedule('forward')
+        if sched is not None:
+            fwd = self._fwd
+
+            def call(i):
+                fn, ctx, p, ins, outs, aux = fwd[i]
+                fn(ctx, p, ins, outs, aux)
+            return self._run_scheduled(sched, call, 'forward', self._fwd_nids)
         i = 0
         try:
             for fn, ctx, p, ins, outs, aux in self._fwd:
@@ -67,6 +112,16 @@ class CallPlan:
 
     def backward(self):
         """Run the backward of every node that has one, in reverse order (no monitor)."""
+        sched = self._schedule('backward')
+        if sched is not None:
+            bwd = self._bwd
+
+            def call(i):
+                fn, ctx, p, og, ins, outs, ig, reqs, aux, post = bwd[i]
+                fn(ctx, p, og, ins, outs, ig, reqs, aux)
+                for tmp, dst in post:
+                    dst._add_from(tmp)
+            return self._run_scheduled(sched, call, 'backward', self._bwd_nids)
         i = 0
         try:
             for fn, ctx, p, og, ins, outs, ig, reqs, aux, post in self._bwd:

@@ -260,7 +260,7 @@ def _backward_steps(view, need, node_bwd, var_reqs):
 
 
 def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
-                grads=None, share=True, lives_until=None):
+                grads=None, share=True, lives_until=None, cuts=None):
     """Allocate operator outputs and intermediate gradients over shared storages.
 
     Parameters
@@ -288,6 +288,11 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
         Entry -> a node id until which the entry stays alive even if its last
         consumer runs earlier (the inputs of a fused chain, read when the
         chain's last node runs: :mod:`ffnumba._executor_fuse`).
+    cuts : set of int, optional
+        Node ids at which the backward frees the gradient storages released
+        since the last one (:func:`ffnumba._executor_branches.cut_nodes`): nodes
+        between two cuts may run side by side, so none of them gets a storage
+        another of them freed. None frees each storage at once.
 
     Returns
     -------
@@ -343,6 +348,13 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
                 plan.grad[e] = pool.request(shapes[e], types[e])
 
         plan.steps = _backward_steps(view, need, node_bwd, var_reqs)
+        pending = []
+
+        def free(sid, e):
+            if cuts is None:
+                pool.release(sid, shapes[e], types[e])
+            else:
+                pending.append((sid, e))
         for step in plan.steps:
             if step[0] == 'head':
                 take(step[2])
@@ -357,17 +369,21 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
                 else:
                     take(e)
             for sid, e in temps if share else ():
-                pool.release(sid, shapes[e], types[e])
+                free(sid, e)
             node = view.nodes[nid]
             for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
                 if e in plan.grad and share:
-                    pool.release(plan.grad[e], shapes[e], types[e])
+                    free(plan.grad[e], e)
                 elif e not in plan.grad and not node.op.is_loss:
                     key = (shapes[e], np.dtype(types[e]).str)
                     if key not in zero_of:
                         zero_of[key] = _zeros(shapes[e], types[e], ctx)._data
                         plan.zero_bytes += zero_of[key].nbytes
                     gbuf[e] = zero_of[key]
+            if cuts is not None and nid in cuts:
+                for sid, e in pending:
+                    pool.release(sid, shapes[e], types[e])
+                del pending[:]
     _materialise(plan, gpu, ctx, shapes, types, nd_of, views, grads, gentries, tmps)
     return plan, tmps
 

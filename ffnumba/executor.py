@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from ._executor_fuse import find_chains, fused_plan, lives_until
+from ._executor_branches import branches_enabled, cut_nodes, region_lives
 from ._executor_run import CallPlan
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
                              _host_values, _reraise)
@@ -32,6 +33,7 @@ from ._memory_plan import (describe, plan_gradients, plan_memory, sharing_enable
                            _view_of, _zeros)
 from .base import FFError, ShapeError, ParamError
 from .context import Context, check_device
+from .ndarray._device import host_compute
 from .ndarray.ndarray import NDArray
 from .ops.registry import OpContext
 from . import _compile_ahead, compile_notice
@@ -165,9 +167,15 @@ class Executor:
         if chains is None:
             chains = [] if self._var_req else find_chains(view, shapes, types, ctx)
         self._chains = chains
+        # the branch schedule's regions: no buffer freed inside one is reused inside it
+        branchy = host_compute(ctx) and branches_enabled()
+        cuts = cut_nodes(view) if branchy else None
+        lives = lives_until(view, chains)
+        for e, nid in (region_lives(view, cuts) if branchy else {}).items():
+            lives[e] = max(lives.get(e, nid), nid)
         self._plan, tmps = plan_memory(view, shapes, types, ctx, nd_of, keep, shared,
                                        (need, node_bwd, self._var_req, gbuf), sharing_enabled(),
-                                       lives_until(view, chains))
+                                       lives, cuts)
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
@@ -227,7 +235,7 @@ class Executor:
                     r.igrads[pos], r.reqs[pos] = gbuf[e], req
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
-        self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan)
+        self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan, branchy)
         self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
             if chains else None
 

@@ -26,7 +26,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ['get_pool', 'run_parallel', 'pool_used', 'kernel_threads', 'split_range']
+__all__ = ['get_pool', 'run_parallel', 'pool_used', 'kernel_threads', 'split_range',
+           'single_thread']
 
 _POOLS = {}
 _USED = set()
@@ -153,14 +154,29 @@ SPLIT_ALIGN = 16
 PIECES_PER_THREAD = 4
 
 
+def single_thread(on):
+    """Make :func:`kernel_threads` answer 1 on this thread (``on=True``) or lift that.
+
+    The executor's branch schedule (:mod:`ffnumba._executor_branches`) runs
+    independent nodes side by side, one per thread, each on one thread inside:
+    their kernels must not also split over the kernel pool. Thread-local, so
+    the other threads keep their splits. Returns the previous setting.
+    """
+    before = getattr(_LOCAL, 'single', False)
+    _LOCAL.single = bool(on)
+    return before
+
+
 def kernel_threads(n):
     """Threads to split ``n`` independent pieces of work over: numba's thread count, at most ``n``.
 
     Multi-context runs cap BLAS at each context's share of the cores
     (:func:`ffnumba.blas_threads.kernel_thread_cap`); a kernel then takes no
     more threads than that share, so contexts running side by side do not
-    oversubscribe. At least 1.
+    oversubscribe. 1 on a thread in :func:`single_thread` mode. At least 1.
     """
+    if getattr(_LOCAL, 'single', False):
+        return 1
     from numba import get_num_threads
     from .blas_threads import kernel_thread_cap
     nt = int(get_num_threads())

@@ -1,0 +1,381 @@
+"""Independent graph nodes run side by side on two threads (the executor's branch schedule).
+
+On two threads every node of a pass normally splits its own work over the
+kernel pool (:mod:`ffnumba.thread_pool`) and joins before the next node starts:
+on the small layers of branchy nets (the four towers of an inception module)
+the second core idles through each fork and join. Here, at bind, each pass
+(forward, backward) gets a static two-thread schedule: nodes with no data
+dependency run at the same time, one per thread, each on one thread inside
+(:func:`ffnumba.thread_pool.single_thread`); a node with nothing beside it
+keeps the usual split over both.
+
+Dependencies come from memory, not from the graph: each call's arrays (inputs,
+outputs, auxiliary states; in backward the head and input gradients and the
+temporaries of repeated inputs) are turned into byte ranges, and a call
+depends on every earlier call of the pass that writes memory it touches or
+touches memory it writes. That covers what the graph alone misses: the memory
+plan's reuse of a buffer by a later value, the ``'add'`` contributions of several
+consumers to one gradient (kept in the serial order, so sums are unchanged),
+shared weights and ``grad_req='add'``. Nodes that draw random numbers (their
+draws come from one stream) keep their serial order; ops this module cannot
+see into (``Custom``) run alone.
+
+The schedule is a list scheduling of the dependency graph by a fixed cost
+model (multiply-adds of convolutions and FullyConnected, elements otherwise):
+the same shapes give the same schedule, so a node runs split or on one thread
+the same way every step, and results do not depend on timing. A node on one
+thread computes what it computes with ``NUMBA_NUM_THREADS=1``; a split node
+what it computes on two threads today.
+
+``FFNUMBA_BRANCHES=0`` (read at bind) turns the schedule off.
+"""
+import heapq
+import os
+import threading
+from bisect import bisect_right
+
+import numpy as np
+
+from .blas_threads import numba_blas_single_thread
+from .thread_pool import kernel_threads, run_parallel, single_thread
+
+__all__ = ['BRANCHES_ENV', 'branches_enabled', 'Schedule', 'schedule_pass', 'cut_nodes',
+           'region_lives']
+
+#: Environment variable: ``0`` runs every pass node after node (no branch schedule).
+BRANCHES_ENV = 'FFNUMBA_BRANCHES'
+#: Ops whose calls draw from a random stream: kept in their serial order.
+RANDOM_OPS = frozenset(('Dropout', 'LeakyReLU', 'RNN', '_shuffle'))
+RANDOM_PREFIXES = ('_random_', '_sample_', 'random_', 'sample_')
+#: Ops that run alone (user code of unknown effects).
+ALONE_OPS = frozenset(('Custom',))
+#: Multiply-adds per second of one thread in a dense convolution / FullyConnected,
+#: elements per second of a memory-bound pass, the split's speed-up of a large
+#: node, and the cost of one fork-join (seconds): the cost model's constants.
+MAC_RATE = 2.0e10
+DEPTHWISE_MAC_RATE = 3.0e9
+ELEM_RATE = 1.0e9
+SPLIT_SPEEDUP = 1.8
+FORK_JOIN_S = 3.0e-5
+#: A schedule is kept only when it is estimated at most this fraction of the split serial pass.
+KEEP_BELOW = 0.95
+
+
+def branches_enabled():
+    """False when ``FFNUMBA_BRANCHES`` is ``0``/``false``/``no``/``off``."""
+    return os.environ.get(BRANCHES_ENV, '1').strip().lower() not in ('0', 'false', 'no', 'off')
+
+
+def cut_nodes(view):
+    """Operator nodes no data edge jumps over (in node order): the joins between branchy regions.
+
+    Node ``c`` is a cut when no output of an operator node before it is read
+    by a node after it. Between two cuts lie the nodes that may run side by
+    side (an inception module's towers); in a plain chain every node is a cut.
+    """
+    last = _last_readers(view)
+    reach, cuts = -1, set()
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        if reach <= nid:
+            cuts.add(nid)
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            reach = max(reach, last.get(e, nid))
+    return cuts
+
+
+def _last_readers(view):
+    last = {}
+    for nid in range(len(view.nodes)):
+        for e in view.in_entries[nid]:
+            last[e] = nid
+    return last
+
+
+def region_lives(view, cuts):
+    """Entry -> node id: each operator output stays alive until the first cut at or after its
+    last reader, so the memory plan never hands a buffer freed inside a branchy region to
+    another node of that region (which a side-by-side run would race with)."""
+    last = _last_readers(view)
+    order = sorted(cuts)
+    out = {}
+    for nid, node in enumerate(view.nodes):
+        if node.op is None:
+            continue
+        for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
+            k = bisect_right(order, last.get(e, nid) - 1)
+            if k < len(order):
+                out[e] = order[k]
+    return out
+
+
+def _bounds(a):
+    """``[lo, hi)`` byte addresses of ``a``'s elements, or None for no array or no elements."""
+    if a is None or a.size == 0:
+        return None
+    lo = hi = a.__array_interface__['data'][0]
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+def _size(a):
+    return int(a.size) if isinstance(a, np.ndarray) else 0
+
+
+def estimate(op_name, ins, outs, backward):
+    """Seconds one thread spends on a node's call, by a fixed model (for scheduling only).
+
+    Convolution, Deconvolution and FullyConnected count multiply-adds (depthwise
+    convolutions at a memory-bound rate), the rest the elements they touch;
+    a backward costs twice its forward.
+    """
+    elems = sum(_size(a) for a in ins) + sum(_size(a) for a in outs)
+    t = elems / ELEM_RATE
+    w = ins[1] if len(ins) > 1 and isinstance(ins[1], np.ndarray) else None
+    if w is not None and w.ndim >= 2 and outs and isinstance(outs[0], np.ndarray):
+        if op_name == 'Convolution':
+            macs = _size(outs[0]) * int(np.prod(w.shape[1:]))
+            dw = w.shape[1] == 1 and w.shape[0] > 1
+            t += macs / (DEPTHWISE_MAC_RATE if dw else MAC_RATE)
+        elif op_name == 'Deconvolution':
+            t += _size(ins[0]) * int(np.prod(w.shape[1:])) / MAC_RATE
+        elif op_name == 'FullyConnected':
+            t += _size(outs[0]) * int(w.shape[-1]) / MAC_RATE
+    elif op_name == 'Pooling' and outs:
+        t += 4 * elems / ELEM_RATE
+    return 2 * t if backward else t
+
+
+def _split_cost(c):
+    """A node's estimated time when it splits over both threads."""
+    return c if c < 2 * FORK_JOIN_S else c / SPLIT_SPEEDUP + FORK_JOIN_S
+
+
+def _dependencies(accesses, op_names):
+    """For each call, the earlier calls it must wait for (a set of indices).
+
+    ``accesses[j]``: ``(reads, writes)`` lists of arrays. Byte ranges that
+    overlap (the memory plan's views of one storage) form one resource.
+    """
+    spans = sorted({b for r, w in accesses for b in map(_bounds, r + w) if b is not None})
+    starts, ends = [], []
+    for lo, hi in spans:                  # merge overlapping ranges into resources
+        if starts and lo < ends[-1]:
+            ends[-1] = max(ends[-1], hi)
+        else:
+            starts.append(lo)
+            ends.append(hi)
+
+    def res(a):
+        b = _bounds(a)
+        return None if b is None else bisect_right(starts, b[0]) - 1
+
+    rng_key, all_key = -1, -2
+    last_write, readers = {}, {}
+    deps = []
+    for j, (reads, writes) in enumerate(accesses):
+        name = op_names[j]
+        rs = {res(a) for a in reads} - {None}
+        ws = {res(a) for a in writes} - {None}
+        rs.add(all_key)
+        if name in ALONE_OPS:
+            ws.add(all_key)
+        if name in RANDOM_OPS or name.startswith(RANDOM_PREFIXES):
+            ws.add(rng_key)
+        rs -= ws
+        d = set()
+        for k in rs:
+            if k in last_write:
+                d.add(last_write[k])
+        for k in ws:
+            if k in last_write:
+                d.add(last_write[k])
+            d.update(readers.get(k, ()))
+        for k in rs:
+            readers.setdefault(k, []).append(j)
+        for k in ws:
+            last_write[k] = j
+            readers[k] = []
+        deps.append(d)
+    return deps
+
+
+class Schedule:
+    """Two threads' ordered calls of one pass.
+
+    ``lanes[w]``: list of ``(call, split, wait)`` for thread ``w`` (0: the
+    caller): ``call`` indexes the pass's calls, ``split`` runs it over the
+    kernel pool as usual (else on one thread), ``wait`` is ``-1`` or the
+    position in the other lane that must have finished first.
+    ``estimate`` / ``serial``: the model's seconds for this schedule and for
+    the plain split pass.
+    """
+
+    def __init__(self, lanes, estimate_s, serial_s):
+        self.lanes = lanes
+        self.estimate = estimate_s
+        self.serial = serial_s
+        self._events = [[threading.Event() if any(w == k for _, _, w in lanes[1 - lane]) else None
+                         for k in range(len(lanes[lane]))] for lane in (0, 1)]
+
+    @property
+    def parallel_calls(self):
+        """Calls that run on one thread beside another (the schedule's gain)."""
+        return sum(1 for lane in self.lanes for _, split, _ in lane if not split)
+
+    def run(self, call):
+        """``call(i)`` for every call of the pass, on this thread and one ``'branch'`` pool thread.
+
+        Returns
+        -------
+        None, or ``(i, exception)`` of the first failed call (by lane order;
+        the other lane stops at its next wait, and every started call has
+        finished when this returns).
+        """
+        events = self._events
+        for lane in events:
+            for e in lane:
+                if e is not None:
+                    e.clear()
+        failed = []
+
+        def lane_run(w):
+            mine, other = events[w], events[1 - w]
+            before = single_thread(False)
+            try:
+                for k, (i, split, wait) in enumerate(self.lanes[w]):
+                    if wait >= 0:
+                        other[wait].wait()
+                    if failed:
+                        return
+                    single_thread(not split)
+                    try:
+                        call(i)
+                    except Exception as e:   # noqa: B902 (reported by the caller)
+                        failed.append((i, e))
+                        for lane in events:
+                            for ev in lane:
+                                if ev is not None:
+                                    ev.set()
+                        return
+                    if mine[k] is not None:
+                        mine[k].set()
+            finally:
+                single_thread(before)
+
+        with numba_blas_single_thread():
+            run_parallel(lane_run, 2, 'branch')
+        return failed[0] if failed else None
+
+
+def schedule_pass(op_names, accesses, backward):
+    """The two-thread :class:`Schedule` of one pass, or None when it would not pay.
+
+    Parameters
+    ----------
+    op_names : list of str
+        Each call's op name.
+    accesses : list of (reads, writes, ins, outs)
+        Each call's arrays read and written (``None`` entries are skipped), and
+        the inputs and outputs the cost model reads.
+    backward : bool
+        Costs of a backward pass.
+    """
+    n = len(accesses)
+    if n < 3 or any(a is not None and not isinstance(a, np.ndarray)
+                    for r, w, _, _ in accesses for a in r + w):
+        return None    # few calls, or arrays whose memory this module cannot see (a GPU's)
+    deps = _dependencies([(r, w) for r, w, _, _ in accesses], op_names)
+    cost = [estimate(op_names[j], ins, outs, backward)
+            for j, (_, _, ins, outs) in enumerate(accesses)]
+    succ = [[] for _ in range(n)]
+    for j, d in enumerate(deps):
+        for i in d:
+            succ[i].append(j)
+    level = [0.0] * n
+    for j in range(n - 1, -1, -1):
+        level[j] = cost[j] + max((level[s] for s in succ[j]), default=0.0)
+    lanes, finish = _simulate(n, deps, succ, cost, level)
+    serial = sum(_split_cost(c) for c in cost)
+    makespan = max(finish) if finish else 0.0
+    if not any(not split for lane in lanes for _, split in lane) or makespan > KEEP_BELOW * serial:
+        return None
+    pos = {}
+    for w, lane in enumerate(lanes):
+        for k, (j, _) in enumerate(lane):
+            pos[j] = (w, k)
+    out = [[], []]
+    for w, lane in enumerate(lanes):
+        last = -1
+        for j, split in lane:
+            wait = max((pos[i][1] for i in deps[j] if pos[i][0] != w), default=-1)
+            # a wait already implied by an earlier wait of this lane is dropped
+            out[w].append((j, split, wait if wait > last else -1))
+            last = max(last, wait)
+    return Schedule(out, makespan, serial)
+
+
+def _simulate(n, deps, succ, cost, level):
+    """List-schedule the calls on two simulated threads; returns ``(lanes, finish)``.
+
+    A call starts when its dependencies have finished; the ready call on the
+    longest remaining path goes first. With both threads free and one call
+    ready it splits over both (nothing else can start before it ends); with
+    one thread free it runs there on one thread, unless waiting for the busy
+    thread and splitting would finish sooner. A split call has both threads
+    to itself: it gets a dependency on lane 1's call before it, and lane 1's
+    next call one on it (added to ``deps``).
+    """
+    missing = [len(d) for d in deps]
+    ready = [(-level[j], j) for j in range(n) if not missing[j]]
+    heapq.heapify(ready)
+    finish = [0.0] * n
+    free = [0.0, 0.0]            # when each thread is next free
+    running = []                 # heap of (finish time, call)
+    lanes = [[], []]
+    splits = []                  # (split call, lane 1's length when it started)
+    done = 0
+    t = 0.0
+    while done < n:
+        while running and running[0][0] <= t:
+            _, j = heapq.heappop(running)
+            done += 1
+            for s in succ[j]:
+                missing[s] -= 1
+                if not missing[s]:
+                    heapq.heappush(ready, (-level[s], s))
+        idle = [w for w in (0, 1) if free[w] <= t]
+        if not ready or not idle:
+            if running:
+                t = running[0][0]
+            continue
+        _, j = heapq.heappop(ready)
+        if len(idle) == 2 and not ready and _split_cost(cost[j]) < cost[j]:
+            end = t + _split_cost(cost[j])
+            free[0] = free[1] = end
+            lanes[0].append((j, True))
+            splits.append((j, len(lanes[1])))
+        else:
+            w = idle[0]
+            busy = free[1 - w]
+            if len(idle) == 1 and busy + min(cost[j], _split_cost(cost[j])) < t + cost[j]:
+                heapq.heappush(ready, (-level[j], j))    # wait for the other, then split
+                t = busy
+                continue
+            end = t + cost[j]
+            free[w] = end
+            lanes[w].append((j, False))
+        finish[j] = end
+        heapq.heappush(running, (end, j))
+    lane1 = lanes[1]
+    for j, k in splits:
+        if k > 0:
+            deps[j].add(lane1[k - 1][0])
+        if k < len(lane1):
+            deps[lane1[k][0]].add(j)
+    return lanes, finish
