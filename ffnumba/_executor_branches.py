@@ -51,12 +51,19 @@ RANDOM_PREFIXES = ('_random_', '_sample_', 'random_', 'sample_')
 ALONE_OPS = frozenset(('Custom',))
 #: Multiply-adds per second of one thread in a dense convolution / FullyConnected,
 #: elements per second of a memory-bound pass, the split's speed-up of a large
-#: node, and the cost of one fork-join (seconds): the cost model's constants.
+#: node, the node time (seconds) at which a split reaches half of that gain, and the
+#: cost of one fork-join: the cost model's constants. ``benchmarks/thread_scaling.py``
+#: on GoogLeNet (batch 32) measured 1.46x for its convolutions' forwards, 1.66x for
+#: their backwards, 1.3x for pooling and about 1.0-1.1x for its activations.
 MAC_RATE = 2.0e10
 DEPTHWISE_MAC_RATE = 3.0e9
 ELEM_RATE = 1.0e9
 SPLIT_SPEEDUP = 1.8
+SPLIT_HALF_S = 2.0e-3
 FORK_JOIN_S = 3.0e-5
+#: Node times (seconds) above which a node always splits: the schedule keeps the best of
+#: these variants (by the model).
+SPLIT_ABOVE_S = (float('inf'), 0.02, 0.01, 0.005, 0.002)
 #: A schedule is kept only when it is estimated at most this fraction of the split serial pass.
 KEEP_BELOW = 0.95
 
@@ -152,8 +159,12 @@ def estimate(op_name, ins, outs, backward):
 
 
 def _split_cost(c):
-    """A node's estimated time when it splits over both threads."""
-    return c if c < 2 * FORK_JOIN_S else c / SPLIT_SPEEDUP + FORK_JOIN_S
+    """A node's estimated time when it splits over both threads: the split gains
+    ``SPLIT_SPEEDUP`` on large nodes, less on small ones."""
+    if c < 2 * FORK_JOIN_S:
+        return c
+    speedup = 1.0 + (SPLIT_SPEEDUP - 1.0) * c / (c + SPLIT_HALF_S)
+    return c / speedup + FORK_JOIN_S
 
 
 def _dependencies(accesses, op_names):
@@ -300,9 +311,15 @@ def schedule_pass(op_names, accesses, backward):
     level = [0.0] * n
     for j in range(n - 1, -1, -1):
         level[j] = cost[j] + max((level[s] for s in succ[j]), default=0.0)
-    lanes, finish = _simulate(n, deps, succ, cost, level)
+    best = None
+    for big in SPLIT_ABOVE_S:
+        d = [set(x) for x in deps]
+        lanes, finish = _simulate(n, d, succ, cost, level, big)
+        makespan = max(finish) if finish else 0.0
+        if best is None or makespan < best[0]:
+            best = (makespan, lanes, d)
+    makespan, lanes, deps = best
     serial = sum(_split_cost(c) for c in cost)
-    makespan = max(finish) if finish else 0.0
     if not any(not split for lane in lanes for _, split in lane) or makespan > KEEP_BELOW * serial:
         return None
     pos = {}
@@ -320,7 +337,7 @@ def schedule_pass(op_names, accesses, backward):
     return Schedule(out, makespan, serial)
 
 
-def _simulate(n, deps, succ, cost, level):
+def _simulate(n, deps, succ, cost, level, big=float('inf')):
     """List-schedule the calls on two simulated threads; returns ``(lanes, finish)``.
 
     A call starts when its dependencies have finished; the ready call on the
@@ -329,7 +346,8 @@ def _simulate(n, deps, succ, cost, level):
     one thread free it runs there on one thread, unless waiting for the busy
     thread and splitting would finish sooner. A split call has both threads
     to itself: it gets a dependency on lane 1's call before it, and lane 1's
-    next call one on it (added to ``deps``).
+    next call one on it (added to ``deps``). A call of at least ``big`` seconds
+    always splits (it waits for both threads).
     """
     missing = [len(d) for d in deps]
     ready = [(-level[j], j) for j in range(n) if not missing[j]]
@@ -355,7 +373,11 @@ def _simulate(n, deps, succ, cost, level):
                 t = running[0][0]
             continue
         _, j = heapq.heappop(ready)
-        if len(idle) == 2 and not ready and _split_cost(cost[j]) < cost[j]:
+        if cost[j] >= big and len(idle) == 1:
+            heapq.heappush(ready, (-level[j], j))        # wait for both threads
+            t = free[1 - idle[0]]
+            continue
+        if len(idle) == 2 and (not ready or cost[j] >= big) and _split_cost(cost[j]) < cost[j]:
             end = t + _split_cost(cost[j])
             free[0] = free[1] = end
             lanes[0].append((j, True))

@@ -1,0 +1,88 @@
+"""Two threads with and without the executor's branch schedule, one thread beside them: prints numbers.
+
+    python benchmarks/branches.py --nets googlenet,inception_bn --steps 6
+
+One process per net. Each round runs one training step (forward, backward; the
+SGD update is left out) in each mode, interleaved, so all modes see the same phases of
+a shared machine: ``1t`` (numba and BLAS on one thread), ``2t split`` (two
+threads, every node split over the kernel pool, ``FFNUMBA_BRANCHES=0``'s path)
+and ``2t branches`` (the branch schedule of :mod:`ffnumba._executor_branches`).
+Figures are the minimum over ``--steps`` rounds; the schedule's model estimate
+is printed beside them. Asserts nothing.
+"""
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--nets', default='googlenet,inception_bn')
+    p.add_argument('--batch', type=int, default=32)
+    p.add_argument('--steps', type=int, default=6)
+    args = p.parse_args()
+    sys.path.insert(0, HERE)
+    import numba
+    import numpy as np
+    import ffnumba as ff
+    from ffnumba import _executor_run
+    from ffnumba.blas_threads import numba_blas_single_thread
+    from zoo_nets import NETS
+    print('%-14s %9s %9s %11s %7s %7s   (ms per step, min of %d; model: branches/split)'
+          % ('net', '1t', '2t split', '2t branches', '2t/1t', 'br/1t', args.steps))
+    for net in args.nets.split(','):
+        build, shape = NETS[net]
+        sym = build(ff.sym)
+        ex = sym.simple_bind(ff.cpu(), data=(args.batch,) + shape,
+                             softmax_label=(args.batch,))
+        rng = np.random.default_rng(0)
+        for n, a in ex.arg_dict.items():
+            a[:] = (rng.integers(0, 10, a.shape) if n == 'softmax_label'
+                    else rng.normal(0, 0.05, a.shape))
+        calls = ex._calls
+        plain = _executor_run.CallPlan._schedule
+
+        def step():
+            tic = time.perf_counter()
+            ex.forward(is_train=True)
+            ex.backward()
+            return time.perf_counter() - tic
+
+        def one():
+            numba.set_num_threads(1)
+            with numba_blas_single_thread():
+                return step()
+
+        def split():
+            numba.set_num_threads(2)
+            calls._schedule = lambda what: None
+            try:
+                return step()
+            finally:
+                del calls._schedule
+
+        def branches():
+            numba.set_num_threads(2)
+            return step()
+
+        modes = [one, split, branches]
+        for m in modes:          # compile, and make the schedules
+            m()
+            m()
+        best = [float('inf')] * 3
+        for _ in range(args.steps):
+            for k, m in enumerate(modes):
+                best[k] = min(best[k], m())
+        est = ['%.2f' % (s.estimate / s.serial) if s else '-'
+               for s in (calls._sched.get('forward'), calls._sched.get('backward'))]
+        print('%-14s %9.1f %9.1f %11.1f %7.2f %7.2f   model fwd %s bwd %s'
+              % (net, best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, best[0] / best[1],
+                 best[0] / best[2], est[0], est[1]))
+        del plain
+
+
+if __name__ == '__main__':
+    main()
