@@ -7,7 +7,7 @@ SGD update is left out) in each mode, interleaved, so all modes see the same pha
 a shared machine: ``1t`` (numba and BLAS on one thread), ``2t split`` (two
 threads, every node split over the kernel pool, ``FFNUMBA_BRANCHES=0``'s path)
 and ``2t branches`` (the branch schedule of :mod:`ffnumba._executor_branches`).
-Figures are the minimum over ``--steps`` rounds; the schedule's model estimate
+Figures are the minima over ``--steps`` rounds of each pass (a step: their sum); the schedule's model estimate
 is printed beside them. Asserts nothing.
 """
 import argparse
@@ -48,8 +48,9 @@ def main():
         def step():
             tic = time.perf_counter()
             ex.forward(is_train=True)
+            mid = time.perf_counter()
             ex.backward()
-            return time.perf_counter() - tic
+            return mid - tic, time.perf_counter() - mid
 
         def one():
             numba.set_num_threads(1)
@@ -72,15 +73,19 @@ def main():
         for m in modes:          # compile, and make the schedules
             m()
             m()
-        best = [float('inf')] * 3
+        fwd, bwd = [float('inf')] * 3, [float('inf')] * 3
         for _ in range(args.steps):
             for k, m in enumerate(modes):
-                best[k] = min(best[k], m())
+                f, b = m()
+                fwd[k], bwd[k] = min(fwd[k], f), min(bwd[k], b)
+        best = [f + b for f, b in zip(fwd, bwd)]
         est = ['%.2f' % (s.estimate / s.serial) if s else '-'
                for s in (calls._sched.get('forward'), calls._sched.get('backward'))]
-        print('%-14s %9.1f %9.1f %11.1f %7.2f %7.2f   model fwd %s bwd %s'
-              % (net, best[0] * 1e3, best[1] * 1e3, best[2] * 1e3, best[0] / best[1],
-                 best[0] / best[2], est[0], est[1]))
+        for what, t in (('step', best), ('  forward', fwd), ('  backward', bwd)):
+            print('%-14s %9.1f %9.1f %11.1f %7.2f %7.2f'
+                  % (net if what == 'step' else what, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3,
+                     t[0] / t[1], t[0] / t[2]))
+        print('  model (branches / split): forward %s, backward %s' % tuple(est))
         del plain
 
 

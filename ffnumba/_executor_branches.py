@@ -23,9 +23,12 @@ see into (``Custom``) run alone.
 The schedule is a list scheduling of the dependency graph by a fixed cost
 model (multiply-adds of convolutions and FullyConnected, elements otherwise):
 the same shapes give the same schedule, so a node runs split or on one thread
-the same way every step, and results do not depend on timing. A node on one
-thread computes what it computes with ``NUMBA_NUM_THREADS=1``; a split node
-what it computes on two threads today.
+the same way every step. Two threads then run the calls by their dependencies
+(the ready call the model starts first goes first), so a thread that another
+process holds back leaves its calls to the other instead of stalling it.
+Whichever thread runs it, a node on one thread computes what it computes with
+``NUMBA_NUM_THREADS=1``, and a split node what it computes on two threads
+today: results do not depend on timing.
 
 ``FFNUMBA_BRANCHES=0`` (read at bind) turns the schedule off.
 """
@@ -217,71 +220,93 @@ def _dependencies(accesses, op_names):
 
 
 class Schedule:
-    """Two threads' ordered calls of one pass.
+    """The calls of one pass with their dependencies, each to run split or on one thread.
 
-    ``lanes[w]``: list of ``(call, split, wait)`` for thread ``w`` (0: the
-    caller): ``call`` indexes the pass's calls, ``split`` runs it over the
-    kernel pool as usual (else on one thread), ``wait`` is ``-1`` or the
-    position in the other lane that must have finished first.
+    ``lanes[w]``: the model's list of ``(call, split)`` for thread ``w`` in
+    start order (``split``: the call splits over the kernel pool as usual, else
+    it runs on one thread). :meth:`run` follows the dependencies, not the lanes:
+    two threads take the ready call that starts first in the model, so a
+    thread another process delays leaves its calls to the other. Which thread
+    runs a call never changes its values (a call on one thread computes the
+    same on either; the calls that split are fixed here).
     ``estimate`` / ``serial``: the model's seconds for this schedule and for
     the plain split pass.
     """
 
-    def __init__(self, lanes, estimate_s, serial_s):
+    def __init__(self, lanes, deps, start, estimate_s, serial_s):
         self.lanes = lanes
         self.estimate = estimate_s
         self.serial = serial_s
-        self._events = [[threading.Event() if any(w == k for _, _, w in lanes[1 - lane]) else None
-                         for k in range(len(lanes[lane]))] for lane in (0, 1)]
+        n = len(deps)
+        self._rank = [0] * n
+        self._split = [False] * n
+        for r, j in enumerate(sorted(range(n), key=lambda j: (start[j], j))):
+            self._rank[j] = r
+        for lane in lanes:
+            for j, split in lane:
+                self._split[j] = bool(split)
+        self._succ = [[] for _ in range(n)]
+        for j, d in enumerate(deps):
+            for i in d:
+                self._succ[i].append(j)
+        self._missing = [len(d) for d in deps]
+        self._ready = sorted((self._rank[j], j) for j in range(n) if not deps[j])
 
     @property
     def parallel_calls(self):
         """Calls that run on one thread beside another (the schedule's gain)."""
-        return sum(1 for lane in self.lanes for _, split, _ in lane if not split)
+        return sum(1 for lane in self.lanes for _, split in lane if not split)
 
     def run(self, call):
         """``call(i)`` for every call of the pass, on this thread and one ``'branch'`` pool thread.
 
         Returns
         -------
-        None, or ``(i, exception)`` of the first failed call (by lane order;
-        the other lane stops at its next wait, and every started call has
-        finished when this returns).
+        None, or ``(i, exception)`` of the first failed call (no call starts
+        after a failure, and every started call has finished when this returns).
         """
-        events = self._events
-        for lane in events:
-            for e in lane:
-                if e is not None:
-                    e.clear()
-        failed = []
+        n, succ, split, rank = len(self._missing), self._succ, self._split, self._rank
+        missing = list(self._missing)
+        ready = list(self._ready)
+        cond = threading.Condition()
+        state = {'done': 0, 'failed': None}
 
-        def lane_run(w):
-            mine, other = events[w], events[1 - w]
+        def worker(_):
             before = single_thread(False)
             try:
-                for k, (i, split, wait) in enumerate(self.lanes[w]):
-                    if wait >= 0:
-                        other[wait].wait()
-                    if failed:
-                        return
-                    single_thread(not split)
+                while True:
+                    with cond:
+                        while not ready and state['done'] < n and state['failed'] is None:
+                            cond.wait()
+                        if not ready or state['failed'] is not None:
+                            cond.notify_all()
+                            return
+                        j = heapq.heappop(ready)[1]
+                    single_thread(not split[j])
                     try:
-                        call(i)
+                        call(j)
                     except Exception as e:   # noqa: B902 (reported by the caller)
-                        failed.append((i, e))
-                        for lane in events:
-                            for ev in lane:
-                                if ev is not None:
-                                    ev.set()
+                        with cond:
+                            if state['failed'] is None:
+                                state['failed'] = (j, e)
+                            cond.notify_all()
                         return
-                    if mine[k] is not None:
-                        mine[k].set()
+                    with cond:
+                        state['done'] += 1
+                        woke = 0
+                        for s in succ[j]:
+                            missing[s] -= 1
+                            if not missing[s]:
+                                heapq.heappush(ready, (rank[s], s))
+                                woke += 1
+                        if woke > 1 or state['done'] == n:   # one: this thread takes it
+                            cond.notify_all()
             finally:
                 single_thread(before)
 
         with numba_blas_single_thread():
-            run_parallel(lane_run, 2, 'branch')
-        return failed[0] if failed else None
+            run_parallel(worker, 2, 'branch')
+        return state['failed']
 
 
 def schedule_pass(op_names, accesses, backward):
@@ -314,45 +339,34 @@ def schedule_pass(op_names, accesses, backward):
     best = None
     for big in SPLIT_ABOVE_S:
         d = [set(x) for x in deps]
-        lanes, finish = _simulate(n, d, succ, cost, level, big)
+        lanes, finish, start = _simulate(n, d, succ, cost, level, big)
         makespan = max(finish) if finish else 0.0
         if best is None or makespan < best[0]:
-            best = (makespan, lanes, d)
-    makespan, lanes, deps = best
+            best = (makespan, lanes, d, start)
+    makespan, lanes, deps, start = best
     serial = sum(_split_cost(c) for c in cost)
     if not any(not split for lane in lanes for _, split in lane) or makespan > KEEP_BELOW * serial:
         return None
-    pos = {}
-    for w, lane in enumerate(lanes):
-        for k, (j, _) in enumerate(lane):
-            pos[j] = (w, k)
-    out = [[], []]
-    for w, lane in enumerate(lanes):
-        last = -1
-        for j, split in lane:
-            wait = max((pos[i][1] for i in deps[j] if pos[i][0] != w), default=-1)
-            # a wait already implied by an earlier wait of this lane is dropped
-            out[w].append((j, split, wait if wait > last else -1))
-            last = max(last, wait)
-    return Schedule(out, makespan, serial)
+    return Schedule(lanes, deps, start, makespan, serial)
 
 
 def _simulate(n, deps, succ, cost, level, big=float('inf')):
-    """List-schedule the calls on two simulated threads; returns ``(lanes, finish)``.
+    """List-schedule the calls on two simulated threads; returns ``(lanes, finish, start)``.
 
     A call starts when its dependencies have finished; the ready call on the
     longest remaining path goes first. With both threads free and one call
     ready it splits over both (nothing else can start before it ends); with
     one thread free it runs there on one thread, unless waiting for the busy
     thread and splitting would finish sooner. A split call has both threads
-    to itself: it gets a dependency on lane 1's call before it, and lane 1's
-    next call one on it (added to ``deps``). A call of at least ``big`` seconds
+    to itself: it gets a dependency on each lane's call before it, and each
+    lane's next call one on it (added to ``deps``). A call of at least ``big`` seconds
     always splits (it waits for both threads).
     """
     missing = [len(d) for d in deps]
     ready = [(-level[j], j) for j in range(n) if not missing[j]]
     heapq.heapify(ready)
     finish = [0.0] * n
+    start = [0.0] * n
     free = [0.0, 0.0]            # when each thread is next free
     running = []                 # heap of (finish time, call)
     lanes = [[], []]
@@ -393,6 +407,7 @@ def _simulate(n, deps, succ, cost, level, big=float('inf')):
             free[w] = end
             lanes[w].append((j, False))
         finish[j] = end
+        start[j] = t
         heapq.heappush(running, (end, j))
     lane1 = lanes[1]
     for j, k in splits:
@@ -400,4 +415,10 @@ def _simulate(n, deps, succ, cost, level, big=float('inf')):
             deps[j].add(lane1[k - 1][0])
         if k < len(lane1):
             deps[lane1[k][0]].add(j)
-    return lanes, finish
+    lane0 = lanes[0]
+    for k, (j, split) in enumerate(lane0):
+        if split and k > 0:
+            deps[j].add(lane0[k - 1][0])
+        if split and k + 1 < len(lane0):
+            deps[lane0[k + 1][0]].add(j)
+    return lanes, finish, start
