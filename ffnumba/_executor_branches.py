@@ -57,10 +57,13 @@ ALONE_OPS = frozenset(('Custom',))
 #: node, the node time (seconds) at which a split reaches half of that gain, and the
 #: cost of one fork-join: the cost model's constants. ``benchmarks/thread_scaling.py``
 #: on GoogLeNet (batch 32) measured 1.46x for its convolutions' forwards, 1.66x for
-#: their backwards, 1.3x for pooling and about 1.0-1.1x for its activations.
-MAC_RATE = 2.0e10
-DEPTHWISE_MAC_RATE = 3.0e9
-ELEM_RATE = 1.0e9
+#: their backwards, 1.3x for pooling and about 1.0-1.1x for its activations. The rates
+#: are one thread's on GoogLeNet's nodes (batch 32, 64x64, OpenBLAS, thread CPU time):
+#: its convolutions' forwards ran at 0.27-0.65 (median 0.37) of the old model's 2e10
+#: multiply-adds per second, its activations and concats at about 0.3 of 1e9 elements.
+MAC_RATE = 5.5e10
+DEPTHWISE_MAC_RATE = 8.0e9
+ELEM_RATE = 3.0e9
 SPLIT_SPEEDUP = 1.8
 SPLIT_HALF_S = 2.0e-3
 FORK_JOIN_S = 3.0e-5
@@ -141,11 +144,13 @@ def estimate(op_name, ins, outs, backward):
     """Seconds one thread spends on a node's call, by a fixed model (for scheduling only).
 
     Convolution, Deconvolution and FullyConnected count multiply-adds (depthwise
-    convolutions at a memory-bound rate), the rest the elements they touch;
-    a backward costs twice its forward.
+    convolutions at a memory-bound rate), the rest the elements they touch
+    (pooling 2.6 times); a backward costs twice its forward when it multiplies,
+    1.5 times otherwise.
     """
     elems = sum(_size(a) for a in ins) + sum(_size(a) for a in outs)
     t = elems / ELEM_RATE
+    macs = 0
     w = ins[1] if len(ins) > 1 and isinstance(ins[1], np.ndarray) else None
     if w is not None and w.ndim >= 2 and outs and isinstance(outs[0], np.ndarray):
         if op_name == 'Convolution':
@@ -153,12 +158,14 @@ def estimate(op_name, ins, outs, backward):
             dw = w.shape[1] == 1 and w.shape[0] > 1
             t += macs / (DEPTHWISE_MAC_RATE if dw else MAC_RATE)
         elif op_name == 'Deconvolution':
-            t += _size(ins[0]) * int(np.prod(w.shape[1:])) / MAC_RATE
+            macs = _size(ins[0]) * int(np.prod(w.shape[1:]))
+            t += macs / MAC_RATE
         elif op_name == 'FullyConnected':
-            t += _size(outs[0]) * int(w.shape[-1]) / MAC_RATE
+            macs = _size(outs[0]) * int(w.shape[-1])
+            t += macs / MAC_RATE
     elif op_name == 'Pooling' and outs:
-        t += 4 * elems / ELEM_RATE
-    return 2 * t if backward else t
+        t += 1.6 * elems / ELEM_RATE
+    return t * (2.0 if macs else 1.5) if backward else t
 
 
 def _split_cost(c):
