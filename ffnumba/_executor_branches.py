@@ -264,6 +264,21 @@ class Schedule:
         """Calls that run on one thread beside another (the schedule's gain)."""
         return sum(1 for lane in self.lanes for _, split in lane if not split)
 
+    def run_in_order(self, call):
+        """``call(i)`` for every call in pass order on this thread, each split or on one thread
+        as in :meth:`run` (so with the same values). Returns as :meth:`run`."""
+        before = single_thread(False)
+        try:
+            for j, split in enumerate(self._split):
+                single_thread(not split)
+                try:
+                    call(j)
+                except Exception as e:   # noqa: B902 (reported by the caller)
+                    return j, e
+        finally:
+            single_thread(before)
+        return None
+
     def run(self, call):
         """``call(i)`` for every call of the pass, on this thread and one ``'branch'`` pool thread.
 

@@ -17,9 +17,10 @@ through :func:`ffnumba._executor_bind._reraise`. An executor with a monitor
 takes its own per-node loop (the monitor reads each node's record). This module sits beside
 ``_executor_bind`` below ``executor.py`` and never imports it.
 
-With two kernel threads, a pass from its second run on follows its branch
-schedule when it has one (:mod:`ffnumba._executor_branches`: independent nodes
-side by side, one per thread), made the first time it is wanted.
+With two kernel threads, a pass follows its branch schedule when it has one
+(:mod:`ffnumba._executor_branches`: independent nodes side by side, one per
+thread), made the first time it is wanted; its first run (compiling) takes the
+schedule's calls one after another on this thread.
 """
 from ._executor_bind import _reraise
 from ._executor_branches import schedule_pass
@@ -68,10 +69,8 @@ class CallPlan:
 
     def _schedule(self, what):
         """The branch schedule of pass ``what`` to run now, or None (run node after node)."""
-        runs = self._runs[what]
-        self._runs[what] = runs + 1
-        if not self._branches or not runs or kernel_threads(2) < 2:
-            return None   # the first run (compiling) goes node after node
+        if not self._branches or kernel_threads(2) < 2:
+            return None
         if what not in self._sched:
             self._sched[what] = self._make_schedule(what)
         return self._sched[what]
@@ -87,7 +86,11 @@ class CallPlan:
         return schedule_pass(names, acc, what == 'backward')
 
     def _run_scheduled(self, sched, calls, what, nids):
-        failed = sched.run(calls)
+        runs = self._runs[what]
+        self._runs[what] = runs + 1
+        # the first run (compiling) goes node after node on this thread, each node split
+        # or on one thread as the schedule says, so every run gives the same numbers
+        failed = sched.run(calls) if runs else sched.run_in_order(calls)
         if failed is not None:
             i, e = failed
             _reraise(self._nodes[nids[i]], what, e)

@@ -96,13 +96,8 @@ def one_thread_only(monkeypatch):
 
 
 def _in_order(self, call):
-    """A schedule's calls one after another on this thread, each on one thread inside."""
-    before = thread_pool.single_thread(True)
-    try:
-        for i in sorted(i for lane in self.lanes for i, _ in lane):
-            call(i)
-    finally:
-        thread_pool.single_thread(before)
+    """A schedule's calls one after another on this thread (as its first run)."""
+    return self.run_in_order(call)
 
 
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
@@ -145,9 +140,29 @@ def test_off_switch(threads, one_thread_only, monkeypatch):
     assert ex._calls._sched == {}
 
 
-def test_first_run_and_one_thread_run_node_after_node(threads, one_thread_only):
+def test_one_thread_runs_node_after_node(threads, one_thread_only):
     ex, _ = _train(1, threads, steps=3)
     assert ex._calls._sched == {}
+
+
+def test_first_run_gives_the_numbers_of_later_runs(threads, monkeypatch):
+    """The first (compiling) run takes the schedule's calls in order with the same split
+    or one-thread choice: a repeated forward and backward give the same numbers."""
+    monkeypatch.setattr(branches, 'KEEP_BELOW', float('inf'))
+    threads(2)
+    ex = _inception_net().simple_bind(ff.cpu(), data=(6, 3, 8, 8), softmax_label=(6,))
+    rng = np.random.default_rng(5)
+    for n, a in ex.arg_dict.items():
+        a[:] = rng.integers(0, 5, a.shape) if n == 'softmax_label' else rng.normal(0, .5, a.shape)
+    runs = []
+    for _ in range(3):
+        ex.forward(is_train=True)
+        ex.backward()
+        runs.append([g.asnumpy().copy() for g in ex.grad_arrays if g is not None])
+    assert ex._calls._runs == {'forward': 3, 'backward': 3}
+    for later in runs[1:]:
+        for a, b in zip(runs[0], later):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_regions_never_share_a_buffer_inside():
