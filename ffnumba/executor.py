@@ -236,8 +236,8 @@ class Executor:
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
         self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan, branchy)
-        self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
-            if chains else None
+        self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), [],
+                               branchy) if chains else None
 
     # ------------------------------------------------------------ running
     def forward(self, is_train=False, **kwargs):
