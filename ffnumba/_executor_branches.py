@@ -3,8 +3,9 @@
 On two threads every node of a pass normally splits its own work over the
 kernel pool (:mod:`ffnumba.thread_pool`) and joins before the next node starts:
 on the small layers of branchy nets (the four towers of an inception module)
-the second core idles through each fork and join. Here, at bind, each pass
-(forward, backward) gets a static two-thread schedule: nodes with no data
+the second core idles through each fork and join. Here each pass (forward,
+backward) of a CPU executor with gradients gets a fixed two-thread schedule
+(made at its first run with two threads): nodes with no data
 dependency run at the same time, one per thread, each on one thread inside
 (:func:`ffnumba.thread_pool.single_thread`); a node with nothing beside it
 keeps the usual split over both.

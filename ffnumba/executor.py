@@ -167,8 +167,10 @@ class Executor:
         if chains is None:
             chains = [] if self._var_req else find_chains(view, shapes, types, ctx)
         self._chains = chains
-        # the branch schedule's regions: no buffer freed inside one is reused inside it
-        branchy = host_compute(ctx) and branches_enabled()
+        # the branch schedule (executors with gradients: an inference executor keeps its
+        # fused and unfused forwards bitwise equal); no buffer freed inside one of its
+        # regions is reused inside it
+        branchy = bool(self._var_req) and host_compute(ctx) and branches_enabled()
         cuts = cut_nodes(view) if branchy else None
         lives = lives_until(view, chains)
         for e, nid in (region_lives(view, cuts) if branchy else {}).items():
@@ -236,8 +238,8 @@ class Executor:
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
         self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan, branchy)
-        self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), [],
-                               branchy) if chains else None
+        self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
+            if chains else None
 
     # ------------------------------------------------------------ running
     def forward(self, is_train=False, **kwargs):
