@@ -12,7 +12,9 @@ CPU time, what the call would take on two otherwise idle cores, and ``2t sum``
 all threads' (above ``1t cpu``: work the split adds). ``ratio`` = ``1t cpu`` /
 ``2t max``: near 1, the op runs on one thread; ``lost`` = ``2t max - 1t cpu / 2``
 is what the op keeps from a perfect split. Figures are the minimum over
-``--rounds`` steps. Linux only. Prints numbers, asserts nothing.
+``--rounds`` steps. Linux only. Prints numbers, asserts nothing. On branchy nets
+the executor's branch schedule runs calls side by side (``benchmarks/branches.py``),
+which mixes the per-operator rows: set ``FFNUMBA_BRANCHES=0`` for them.
 """
 import argparse
 import collections
