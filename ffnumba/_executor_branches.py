@@ -71,6 +71,11 @@ FORK_JOIN_S = 3.0e-5
 #: Node times (seconds) above which a node always splits: the schedule keeps the best of
 #: these variants (by the model).
 SPLIT_ABOVE_S = (float('inf'), 0.02, 0.01, 0.005, 0.002)
+#: A region between two cuts is run side by side (and its buffers kept apart) only when
+#: its longest path is below this fraction of its work (:func:`cut_nodes`). GoogLeNet's
+#: inception modules measure 0.52-0.67 by the model, Inception-BN's 0.41-0.8, the first
+#: (projection) block of a ResNet-50 or ResNeXt-50 stage 0.72-0.77.
+WIDE_REGION = 0.7
 #: A schedule is kept only when it is estimated at most this fraction of the split serial pass.
 KEEP_BELOW = 0.95
 
@@ -80,12 +85,16 @@ def branches_enabled():
     return os.environ.get(BRANCHES_ENV, '1').strip().lower() not in ('0', 'false', 'no', 'off')
 
 
-def cut_nodes(view):
+def cut_nodes(view, shapes=None):
     """Operator nodes no data edge jumps over (in node order): the joins between branchy regions.
 
     Node ``c`` is a cut when no output of an operator node before it is read
     by a node after it. Between two cuts lie the nodes that may run side by
     side (an inception module's towers); in a plain chain every node is a cut.
+    With ``shapes`` (per entry), a region whose longest path the cost model
+    puts at more than :data:`WIDE_REGION` of its work (a residual block: the
+    shortcut beside a long main path) gains nothing side by side: its nodes
+    become cuts too, so the memory plan shares its buffers as before.
     """
     last = _last_readers(view)
     reach, cuts = -1, set()
@@ -96,7 +105,27 @@ def cut_nodes(view):
             cuts.add(nid)
         for e in range(view.entry_ptr[nid], view.entry_ptr[nid + 1]):
             reach = max(reach, last.get(e, nid))
+    if shapes is not None:
+        order = sorted(cuts)
+        for lo, hi in zip(order, order[1:]):
+            region = [n for n in range(lo + 1, hi) if view.nodes[n].op is not None]
+            if region and not _wide(view, shapes, region):
+                cuts.update(region)
     return cuts
+
+
+def _wide(view, shapes, region):
+    """True when the region's nodes could keep two threads busy (by the cost model)."""
+    inside, path, total = set(region), {}, 0.0
+    for nid in region:
+        node = view.nodes[nid]
+        ents = view.in_entries[nid][:node.num_args]
+        outs = range(view.entry_ptr[nid], view.entry_ptr[nid + 1])
+        c = estimate(node.op.name, [shapes[e] for e in ents], [shapes[e] for e in outs], False)
+        total += c
+        path[nid] = c + max((path[view.entry_node[e]] for e in ents
+                             if view.entry_node[e] in inside), default=0.0)
+    return max(path.values()) < WIDE_REGION * total
 
 
 def _last_readers(view):
@@ -137,32 +166,37 @@ def _bounds(a):
     return lo, hi + a.itemsize
 
 
-def _size(a):
-    return int(a.size) if isinstance(a, np.ndarray) else 0
+def _count(shape):
+    return int(np.prod(shape, dtype=np.int64)) if shape is not None else 0
+
+
+def _shapes(arrays):
+    return [a.shape if isinstance(a, np.ndarray) else None for a in arrays]
 
 
 def estimate(op_name, ins, outs, backward):
     """Seconds one thread spends on a node's call, by a fixed model (for scheduling only).
 
-    Convolution, Deconvolution and FullyConnected count multiply-adds (depthwise
-    convolutions at a memory-bound rate), the rest the elements they touch
-    (pooling 2.6 times); a backward costs twice its forward when it multiplies,
-    1.5 times otherwise.
+    ``ins`` / ``outs``: the shapes of the node's inputs and outputs (None for
+    none). Convolution, Deconvolution and FullyConnected count multiply-adds
+    (depthwise convolutions at a memory-bound rate), the rest the elements
+    they touch (pooling 2.6 times); a backward costs twice its forward when it
+    multiplies, 1.5 times otherwise.
     """
-    elems = sum(_size(a) for a in ins) + sum(_size(a) for a in outs)
+    elems = sum(_count(a) for a in ins) + sum(_count(a) for a in outs)
     t = elems / ELEM_RATE
     macs = 0
-    w = ins[1] if len(ins) > 1 and isinstance(ins[1], np.ndarray) else None
-    if w is not None and w.ndim >= 2 and outs and isinstance(outs[0], np.ndarray):
+    w = ins[1] if len(ins) > 1 else None
+    if w is not None and len(w) >= 2 and outs and outs[0] is not None:
         if op_name == 'Convolution':
-            macs = _size(outs[0]) * int(np.prod(w.shape[1:]))
-            dw = w.shape[1] == 1 and w.shape[0] > 1
+            macs = _count(outs[0]) * _count(w[1:])
+            dw = w[1] == 1 and w[0] > 1
             t += macs / (DEPTHWISE_MAC_RATE if dw else MAC_RATE)
         elif op_name == 'Deconvolution':
-            macs = _size(ins[0]) * int(np.prod(w.shape[1:]))
+            macs = _count(ins[0]) * _count(w[1:])
             t += macs / MAC_RATE
         elif op_name == 'FullyConnected':
-            macs = _size(outs[0]) * int(w.shape[-1])
+            macs = _count(outs[0]) * int(w[-1])
             t += macs / MAC_RATE
     elif op_name == 'Pooling' and outs:
         t += 1.6 * elems / ELEM_RATE
@@ -350,7 +384,7 @@ def schedule_pass(op_names, accesses, backward):
                     for r, w, _, _ in accesses for a in r + w):
         return None    # few calls, or arrays whose memory this module cannot see (a GPU's)
     deps = _dependencies([(r, w) for r, w, _, _ in accesses], op_names)
-    cost = [estimate(op_names[j], ins, outs, backward)
+    cost = [estimate(op_names[j], _shapes(ins), _shapes(outs), backward)
             for j, (_, _, ins, outs) in enumerate(accesses)]
     succ = [[] for _ in range(n)]
     for j, d in enumerate(deps):

@@ -171,7 +171,7 @@ class Executor:
         # fused and unfused forwards bitwise equal); no buffer freed inside one of its
         # regions is reused inside it
         branchy = bool(self._var_req) and host_compute(ctx) and branches_enabled()
-        cuts = cut_nodes(view) if branchy else None
+        cuts = cut_nodes(view, shapes) if branchy else None
         lives = lives_until(view, chains)
         for e, nid in (region_lives(view, cuts) if branchy else {}).items():
             lives[e] = max(lives.get(e, nid), nid)

@@ -253,3 +253,29 @@ def test_inference_executors_run_node_after_node(threads):
     for _ in range(2):
         ex.forward()
     assert ex._calls._sched == {} and ex._fused._sched == {}
+
+
+def _residual_net():
+    x = _tower(ff.sym.Variable('data'), 'stem', 8, 3)
+    y = _tower(_tower(x, 'r1', 8, 3), 'r2', 8, 3)
+    s = ff.sym.Convolution(x, num_filter=8, kernel=(1, 1), name='short')
+    x = ff.sym.Activation(y + s, act_type='relu', name='out_relu')
+    x = ff.sym.FullyConnected(ff.sym.Flatten(x), num_hidden=3, name='fc')
+    return ff.sym.SoftmaxOutput(x, name='softmax')
+
+
+def test_narrow_regions_keep_their_buffers_shared(monkeypatch):
+    """A residual block (a 1x1 shortcut beside two 3x3 convolutions) gains nothing side
+    by side: the memory plan is the one without the schedule; inception modules are kept
+    apart (more memory)."""
+    sizes = {}
+    for on in ('0', '1'):
+        monkeypatch.setenv(branches.BRANCHES_ENV, on)
+        for name, net in (('res', _residual_net()), ('inc', _inception_net())):
+            ex = net.simple_bind(ff.cpu(), data=(8, 3, 16, 16), softmax_label=(8,))
+            sizes[name, on] = ex._plan.total_bytes
+            if name == 'res':
+                view = ex._view
+                assert len(branches.cut_nodes(view, ex._shapes)) > len(branches.cut_nodes(view))
+    assert sizes['res', '1'] == sizes['res', '0']
+    assert sizes['inc', '1'] > sizes['inc', '0']
