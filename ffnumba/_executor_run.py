@@ -17,7 +17,7 @@ through :func:`ffnumba._executor_bind._reraise`. An executor with a monitor
 takes its own per-node loop (the monitor reads each node's record). This module sits beside
 ``_executor_bind`` below ``executor.py`` and never imports it.
 
-With two kernel threads, a pass follows its branch schedule when it has one
+With exactly two kernel threads, a pass follows its branch schedule when it has one
 (:mod:`ffnumba._executor_branches`: independent nodes side by side, one per
 thread), made the first time it is wanted; its first run (compiling) takes the
 schedule's calls one after another on this thread.
@@ -69,8 +69,8 @@ class CallPlan:
 
     def _schedule(self, what):
         """The branch schedule of pass ``what`` to run now, or None (run node after node)."""
-        if not self._branches or kernel_threads(2) < 2:
-            return None
+        if not self._branches or kernel_threads(3) != 2:
+            return None      # one thread, or more than two (splits then use them all)
         if what not in self._sched:
             self._sched[what] = self._make_schedule(what)
         return self._sched[what]
