@@ -7,6 +7,10 @@ SGD update is left out) in each mode, interleaved, so all modes see the same pha
 a shared machine: ``1t`` (numba and BLAS on one thread), ``2t split`` (two
 threads, every node split over the kernel pool, ``FFNUMBA_BRANCHES=0``'s path)
 and ``2t branches`` (the branch schedule of :mod:`ffnumba._executor_branches`).
+With ``--model`` it times nothing and prints the cost model's two-thread over
+one-thread ratio of each net's training pass with every node split and with the
+branch schedule (the model of :mod:`ffnumba._executor_branches`, whose split
+figures match the quiet-machine 2t/1t of the zoo nets within about 0.05).
 Figures are the minima over ``--steps`` rounds of each pass (a step: their sum); the schedule's model estimate
 is printed beside them. Asserts nothing.
 """
@@ -23,7 +27,10 @@ def main():
     p.add_argument('--nets', default='googlenet,inception_bn')
     p.add_argument('--batch', type=int, default=32)
     p.add_argument('--steps', type=int, default=6)
+    p.add_argument('--model', action='store_true', help="the cost model's ratios only")
     args = p.parse_args()
+    if args.model:
+        return model(args)
     sys.path.insert(0, HERE)
     import numba
     import numpy as np
@@ -87,6 +94,34 @@ def main():
                      t[0] / t[1], t[0] / t[2]))
         print('  model (branches / split): forward %s, backward %s' % tuple(est))
         del plain
+
+
+def model(args):
+    """Print the cost model's 2t/1t ratio per net: every node split, and with branches."""
+    sys.path.insert(0, HERE)
+    import ffnumba as ff
+    from ffnumba import _executor_branches as br
+    from zoo_nets import NETS
+    print('%-14s %8s %11s   (model 2t/1t, training pass, batch %d)'
+          % ('net', 'split', 'branches', args.batch))
+    for net in args.nets.split(','):
+        build, shape = NETS[net]
+        ex = build(ff.sym).simple_bind(ff.cpu(), data=(args.batch,) + shape,
+                                       softmax_label=(args.batch,))
+        calls = ex._calls
+        one = split = branches = 0.0
+        for what, plan, nids in (('forward', calls._fwd, calls._fwd_nids),
+                                 ('backward', calls._bwd, calls._bwd_nids)):
+            cost = []
+            for rec, nid in zip(plan, nids):
+                ins, outs = (rec[3], rec[4]) if what == 'forward' else (rec[4], rec[5])
+                cost.append(br.estimate(calls._nodes[nid].op.name, br._shapes(ins),
+                                        br._shapes(outs), what == 'backward'))
+            sched = calls._make_schedule(what)
+            s = sum(br._split_cost(c) for c in cost)
+            one, split = one + sum(cost), split + s
+            branches += sched.estimate if sched else s
+        print('%-14s %8.2f %11.2f' % (net, one / split, one / branches))
 
 
 if __name__ == '__main__':

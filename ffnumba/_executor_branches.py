@@ -304,12 +304,13 @@ class Schedule:
         as in :meth:`run` (so with the same values). Returns as :meth:`run`."""
         before = single_thread(False)
         try:
-            for j, split in enumerate(self._split):
-                single_thread(not split)
-                try:
-                    call(j)
-                except Exception as e:   # noqa: B902 (reported by the caller)
-                    return j, e
+            with numba_blas_single_thread():
+                for j, split in enumerate(self._split):
+                    single_thread(not split)
+                    try:
+                        call(j)
+                    except Exception as e:   # noqa: B902 (reported by the caller)
+                        return j, e
         finally:
             single_thread(before)
         return None
@@ -402,8 +403,8 @@ def schedule_pass(op_names, accesses, backward):
             best = (makespan, lanes, d, start)
     makespan, lanes, deps, start = best
     serial = sum(_split_cost(c) for c in cost)
-    if not any(not split for lane in lanes for _, split in lane) or makespan > KEEP_BELOW * serial:
-        return None
+    if not lanes[1] or makespan > KEEP_BELOW * serial:
+        return None    # nothing side by side (a chain keeps its kernels' own splits), or no gain
     return Schedule(lanes, deps, start, makespan, serial)
 
 
