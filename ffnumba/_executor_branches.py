@@ -41,7 +41,7 @@ from bisect import bisect_right
 import numpy as np
 
 from .blas_threads import numba_blas_single_thread
-from .thread_pool import kernel_threads, run_parallel, single_thread
+from .thread_pool import run_parallel, single_thread
 
 __all__ = ['BRANCHES_ENV', 'branches_enabled', 'Schedule', 'schedule_pass', 'cut_nodes',
            'region_lives']
