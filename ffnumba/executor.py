@@ -237,7 +237,9 @@ class Executor:
                     r.igrads[pos], r.reqs[pos] = gbuf[e], req
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
-        self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan, branchy)
+        # a graph with no wide region (a chain, residual blocks) makes no schedule at all
+        self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan,
+                               branchy and len(cuts) < len(fwd_plan))
         self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
             if chains else None
 

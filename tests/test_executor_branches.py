@@ -274,6 +274,7 @@ def test_narrow_regions_keep_their_buffers_shared(monkeypatch):
         for name, net in (('res', _residual_net()), ('inc', _inception_net())):
             ex = net.simple_bind(ff.cpu(), data=(8, 3, 16, 16), softmax_label=(8,))
             sizes[name, on] = ex._plan.total_bytes
+            assert ex._calls._branches == (on == '1' and name == 'inc')   # no wide region: none
             if name == 'res':
                 view = ex._view
                 assert len(branches.cut_nodes(view, ex._shapes)) > len(branches.cut_nodes(view))
