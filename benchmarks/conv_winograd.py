@@ -1,4 +1,4 @@
-"""Per-layer im2col vs Winograd F(2x2, 3x3) vs F(4x4, 3x3) on the 3x3 layers of VGG-11 and ResNet-18 (not a test).
+"""Per-layer im2col vs Winograd F(2x2, 3x3) vs F(4x4, 3x3) on the 3x3 layers of VGG-11, ResNet-18 and the inception nets (not a test).
 
 Prints milliseconds per forward and per backward call (data and weight
 gradients, bias) for every distinct stride-1 3x3 convolution of the zoo's
@@ -26,7 +26,8 @@ from ffnumba.ops.nn import _winograd as wg
 from ffnumba.ops.nn import _winograd4 as w4
 from ffnumba.ops.registry import OpContext, get_op
 
-#: (name, C, F, H=W) of the stride-1 3x3 pad-1 layers (VGG-11 and ResNet-18 on 32x32).
+#: (name, C, F, H=W) of the stride-1 3x3 pad-1 layers (VGG-11 and ResNet-18 on 32x32,
+#: the larger ones of GoogLeNet and Inception-BN on 64x64).
 LAYERS = [
     ('vgg s0   3->64   @32', 3, 64, 32),
     ('vgg s1  64->128  @16', 64, 128, 16),
@@ -40,6 +41,12 @@ LAYERS = [
     ('res s1 128->128  @16', 128, 128, 16),
     ('res s2 256->256  @8', 256, 256, 8),
     ('res s3 512->512  @4', 512, 512, 4),
+    ('goog 64->192     @16', 64, 192, 16),
+    ('goog 96->128     @8', 96, 128, 8),
+    ('goog 128->192    @8', 128, 192, 8),
+    ('incbn 64->96     @8', 64, 96, 8),
+    ('incbn 96->96     @8', 96, 96, 8),
+    ('incbn 96->128    @4', 96, 128, 4),
 ]
 
 
