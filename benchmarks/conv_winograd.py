@@ -1,8 +1,9 @@
-"""Per-layer im2col vs Winograd F(2x2, 3x3) vs F(4x4, 3x3) on the 3x3 layers of VGG-11, ResNet-18 and the inception nets (not a test).
+"""Per-layer im2col vs Winograd F(2x2, 3x3) vs F(4x4, 3x3) on the zoo's 3x3 layers (not a test).
 
 Prints milliseconds per forward and per backward call (data and weight
 gradients, bias) for every distinct stride-1 3x3 convolution of the zoo's
-``vgg11`` and ``resnet18_v1_32`` (32x32 input), the three paths interleaved
+``vgg11`` and ``resnet18_v1_32`` (32x32 input) and the larger ones of
+``googlenet`` and ``inception_bn`` (64x64 input), the three paths interleaved
 round by round in one process (best of the rounds)::
 
     NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/conv_winograd.py \\
