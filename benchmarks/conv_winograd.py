@@ -1,8 +1,9 @@
-"""Per-layer im2col vs Winograd F(2x2, 3x3) vs F(4x4, 3x3) on the 3x3 layers of VGG-11 and ResNet-18 (not a test).
+"""Per-layer im2col vs Winograd F(2x2, 3x3) vs F(4x4, 3x3) on the zoo's 3x3 layers (not a test).
 
 Prints milliseconds per forward and per backward call (data and weight
 gradients, bias) for every distinct stride-1 3x3 convolution of the zoo's
-``vgg11`` and ``resnet18_v1_32`` (32x32 input), the three paths interleaved
+``vgg11`` and ``resnet18_v1_32`` (32x32 input) and the larger ones of
+``googlenet`` and ``inception_bn`` (64x64 input), the three paths interleaved
 round by round in one process (best of the rounds)::
 
     NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/conv_winograd.py \\
@@ -26,7 +27,8 @@ from ffnumba.ops.nn import _winograd as wg
 from ffnumba.ops.nn import _winograd4 as w4
 from ffnumba.ops.registry import OpContext, get_op
 
-#: (name, C, F, H=W) of the stride-1 3x3 pad-1 layers (VGG-11 and ResNet-18 on 32x32).
+#: (name, C, F, H=W) of the stride-1 3x3 pad-1 layers (VGG-11 and ResNet-18 on 32x32,
+#: the larger ones of GoogLeNet and Inception-BN on 64x64).
 LAYERS = [
     ('vgg s0   3->64   @32', 3, 64, 32),
     ('vgg s1  64->128  @16', 64, 128, 16),
@@ -40,6 +42,14 @@ LAYERS = [
     ('res s1 128->128  @16', 128, 128, 16),
     ('res s2 256->256  @8', 256, 256, 8),
     ('res s3 512->512  @4', 512, 512, 4),
+    ('goog 64->192     @16', 64, 192, 16),
+    ('goog 96->128     @8', 96, 128, 8),
+    ('goog 128->192    @8', 128, 192, 8),
+    ('goog 160->320    @4', 160, 320, 4),
+    ('goog 192->384    @2', 192, 384, 2),
+    ('incbn 64->96     @8', 64, 96, 8),
+    ('incbn 96->96     @8', 96, 96, 8),
+    ('incbn 96->128    @4', 96, 128, 4),
 ]
 
 

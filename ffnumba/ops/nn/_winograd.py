@@ -377,15 +377,17 @@ def forward_range(xf, dims, uf, us, y, bias, has_bias, vbuf, mbuf, padbuf, nbmax
 
 @njit(**JIT)
 def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf, padbuf,
-                   nbmax, ph, pw, nlo, nhi, m, tile4):
+                   nbmax, ph, pw, nlo, nhi, m, m4):
     """Gradients of :func:`forward_range` on samples ``nlo..nhi``.
 
     ``dxf`` (flat like ``xf``) gets ``B dV B^T`` scattered-added (written
     when ``mode_dx == 1``, added when 2, untouched when 0); ``duf`` (laid
     out like ``uf``) gets ``dM V^T`` summed over these samples (written when
     ``mode_du == 1``, added when 2) by the GEMMs themselves (``beta = 1``
-    after the first chunk). ``tile4``: None if ``m == 2`` (numba prunes the
-    F(4x4, 3x3) code: 1 s of a cold start).
+    after the first chunk). ``m4``: None runs F(2x2, 3x3) only (``m == 2``; numba
+    prunes the F(4x4, 3x3) code, about 2 s of a cold start), anything else gives one
+    compiled body for both tiles: the zoo's nets run both in their backward (F(4x4, 3x3)
+    on the wide early layers), where two specialisations compiled the driver twice.
     """
     C, H, W = dims[1], dims[2], dims[3]
     F = dy.shape[1]
@@ -404,7 +406,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
         for b in range(nb):
             for f in range(F):
                 g = dy[n0 + b, f].reshape(OH * OW)
-                if tile4 is not None:
+                if m4 is not None and m == 4:
                     w4.output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
                 else:
                     _output_tf_t(g, OH, OW, TH, TW, mbuf, f * L + b * T, ms)
@@ -412,7 +414,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
             for b in range(nb):
                 for c in range(C):
                     _load_plane(xf, ((n0 + b) * C + c) * H * W, H, W, ph, pw, padf, row)
-                    if tile4 is not None:
+                    if m4 is not None and m == 4:
                         w4.input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
                     else:
                         _input_tf(padf, row, TH, TW, vbuf, c * L + b * T, vs)
@@ -428,7 +430,7 @@ def backward_range(xf, dims, uf, us, dy, dxf, duf, mode_dx, mode_du, vbuf, mbuf,
             for b in range(nb):
                 for c in range(C):
                     padf[:] = 0
-                    if tile4 is not None:
+                    if m4 is not None and m == 4:
                         w4.input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
                     else:
                         _input_tf_t(vbuf, c * L + b * T, vs, TH, TW, padf, row)
@@ -569,12 +571,14 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad, m=2):
     xf, dims = x.reshape(-1), tuple(int(s) for s in x.shape)
     dxf = dx.reshape(-1) if mode_dx else vbuf[:1]
     mode_du = 1 if mode_dw else 0
+    # F(4x4, 3x3) forced off (FFNUMBA_CONV_WINOGRAD=2): the driver without its code
+    only2 = m == 2 and os.environ.get('FFNUMBA_CONV_WINOGRAD', '1').strip() == '2'
 
     def part(t):
         backward_range(xf, dims, u, us, dy, dxf, dus[t], mode_dx, mode_du,
                        vbuf[t * vsz:(t + 1) * vsz], mbuf[t * msz:(t + 1) * msz],
                        pbuf[t * psz:(t + 1) * psz], nb, pad[0], pad[1], N * t // nt,
-                       N * (t + 1) // nt, m, None if m == 2 else True)
+                       N * (t + 1) // nt, m, None if only2 else True)
     if nt == 1:
         part(0)
     else:

@@ -289,7 +289,10 @@ def _row4(gp, d, nw, ok):
 
 #: Most input channels for which F(4x4, 3x3)'s forward error stayed within 4x im2col's.
 MAX_CHANNELS = 128
-#: Smallest output height and width of an F(4x4, 3x3) forward (at 4x4 it was slower than
+#: Most output channels of an F(4x4, 3x3) backward (its data gradient sums over them; its
+#: error measured up to 256).
+MAX_BACKWARD_FILTERS = 256
+#: Smallest output height and width of an F(4x4, 3x3) forward or backward (at 4x4 it was slower than
 #: F(2x2, 3x3); at 8x8 with <= 128 input channels 1.0-1.3x faster, see :func:`faster`).
 MIN_OUT = 8
 
@@ -297,50 +300,63 @@ MIN_OUT = 8
 def faster(xshape, yshape, backward=False):
     """The measured rule: whether F(4x4, 3x3) runs rather than F(2x2, 3x3) on a Winograd layer.
 
-    Forward only, on layers of at most :data:`MAX_CHANNELS` input channels
-    with an output of at least :data:`MIN_OUT` x :data:`MIN_OUT`; the
-    backward always runs F(2x2, 3x3). Measured with
+    Forwards and backwards of layers of at most :data:`MAX_CHANNELS` input
+    channels with an output of at least :data:`MIN_OUT` x :data:`MIN_OUT`;
+    a backward also needs at most :data:`MAX_BACKWARD_FILTERS` output
+    channels (the data gradient sums over them). Measured with
     ``benchmarks/conv_winograd.py`` (float32, batch 8 for the errors, batch
     32 and one thread for the times, loaded machine so +-15%) on the 3x3
-    layers of VGG-11 and ResNet-18 at 32x32. Max relative error against
-    float64 (output | data gradient | weight gradient), F(4x4, 3x3) / im2col:
+    layers of VGG-11 and ResNet-18 at 32x32 and of GoogLeNet and
+    Inception-BN at 64x64. Max relative error against float64 (output |
+    data gradient | weight gradient), F(4x4, 3x3) / im2col:
 
     ==================  ===============  ===============  ===============
     layer               output           data gradient    weight gradient
     ==================  ===============  ===============  ===============
     64->64 @32          1.5e-6 / 5.6e-7  1.4e-6 / 2.1e-7  2.3e-6 / 4.1e-7
     64->128 @16         1.9e-6 / 5.3e-7  1.8e-6 / 3.3e-7  1.8e-6 / 4.6e-7
+    64->192 @16         1.9e-6 / 5.3e-7  1.9e-6 / 2.7e-7  2.1e-6 / 3.4e-7
     128->128 @16        2.3e-6 / 6.8e-7  1.9e-6 / 2.6e-7  2.1e-6 / 3.7e-7
+    96->128 @8          1.9e-6 / 6.6e-7  1.6e-6 / 2.9e-7  9.7e-7 / 4.5e-7
+    128->192 @8         2.6e-6 / 6.7e-7  2.4e-6 / 3.2e-7  1.2e-6 / 6.5e-7
     128->256 @8         2.6e-6 / 6.8e-7  2.1e-6 / 3.6e-7  9.8e-7 / 5.3e-7
     256->256 @8         3.7e-6 / 5.8e-7  2.2e-6 / 3.2e-7  1.0e-6 / 5.6e-7
     512->512 @4         3.5e-6 / 4.9e-7  3.1e-6 / 3.5e-7  7.2e-7 / 6.6e-7
     ==================  ===============  ===============  ===============
 
-    (F(2x2, 3x3): 2-9e-7 throughout.) So the output stays within 4x of
-    im2col's error up to 128 input channels (2.7-3.8x), beyond it 5.5-7x;
-    the data gradient is 5.5-9x everywhere, hence no F(4x4, 3x3) backward.
-    Times (``--cpu-time``, best of 5 x 3, ms), F(2x2, 3x3) -> F(4x4, 3x3):
+    (F(2x2, 3x3): 2-9e-7 throughout.) The output stays within 4x of
+    im2col's error up to 128 input channels (2.7-3.8x), beyond it 5.5-7x,
+    hence :data:`MAX_CHANNELS`. The gradients' errors are 5-9x im2col's,
+    whose data gradient is unusually exact, but on the layers the forward
+    rule admits they stay at or below that forward's own error (at most
+    2.6e-6, i.e. about 20 float32 ulps of the largest value): the same
+    error bound, so the backward follows the forward's rule (decision of
+    this session; before, every backward ran F(2x2, 3x3)). Times
+    (``--cpu-time``, best of 3 x 3, ms), F(2x2, 3x3) -> F(4x4, 3x3):
 
     ==================  ====================  ====================
     layer               forward               backward
     ==================  ====================  ====================
-    64->64 @32          21.0 -> 16.9 (1.25x)  40.7 -> 31.8 (1.28x)
-    64->128 @16          8.8 ->  7.4 (1.20x)  16.1 -> 12.2 (1.32x)
-    128->128 @16        14.3 -> 12.0 (1.19x)  28.1 -> 21.5 (1.30x)
-    128->256 @8          7.4 ->  7.2 (1.03x)  14.0 -> 11.3 (1.24x)
-    256->256 @8         13.1 -> 12.7 (1.04x)  24.7 -> 22.9 (1.08x)
-    512->512 @4         15.3 -> 20.1 (0.76x)  29.3 -> 41.3 (0.71x)
+    64->64 @32          20.8 -> 17.9 (1.16x)  42.7 -> 34.8 (1.23x)
+    64->128 @16          8.9 ->  7.8 (1.15x)  16.9 -> 12.7 (1.32x)
+    64->192 @16         12.8 -> 11.6 (1.11x)  23.1 -> 18.3 (1.26x)
+    128->128 @16        14.7 -> 12.2 (1.21x)  30.1 -> 22.8 (1.32x)
+    96->128 @8           3.5 ->  3.1 (1.10x)   6.5 ->  5.1 (1.27x)
+    128->192 @8          5.8 ->  5.2 (1.12x)  11.0 ->  9.3 (1.18x)
+    64->96 @8            1.9 ->  1.7 (1.14x)   3.8 ->  3.2 (1.21x)
+    96->96 @8            2.7 ->  2.4 (1.11x)   5.3 ->  4.4 (1.21x)
+    128->256 @8          7.4 ->  7.2 (1.03x)  13.6 -> 11.2 (1.21x)
+    256->256 @8         13.3 -> 13.0 (1.02x)  25.3 -> 23.2 (1.09x)
+    96->128 @4           1.1 ->  1.3 (0.86x)   2.2 ->  2.3 (0.95x)
+    512->512 @4         17.2 -> 21.8 (0.79x)  32.2 -> 42.1 (0.76x)
     ==================  ====================  ====================
 
     F(4x4, 3x3) is faster from 8x8 outputs up (at 4x4, one tile per sample,
     the 36 GEMMs are narrow and the per-call filter transform of ``36 F C``
-    values outweighs the multiplies saved). At 8x8 its forward measured, on
-    GoogLeNet's and Inception-BN's layers (batch 32, ``--cpu-time --best``,
-    loaded), F(2x2, 3x3) -> F(4x4, 3x3): 64->64 1.53 -> 1.21 ms, 64->96
-    2.07 -> 1.60, 96->96 2.57 -> 2.19, 96->128 3.25 -> 2.98, 128->192
-    5.14 -> 5.13, hence forwards from 8x8 (:data:`MIN_OUT`). The
-    backward's 1.1-1.3x would need a data-gradient error within 4x of
-    im2col's, which no point set tried reached (``0, +-3/2, +-3/4`` was best).
+    values outweighs the multiplies saved), hence :data:`MIN_OUT`. With two
+    threads (batch split, each thread its own transformed weight gradient)
+    the backward measured 1.04-1.5x faster than F(2x2, 3x3) on the same
+    layers (wall clock, loaded).
 
     Parameters
     ----------
@@ -348,8 +364,8 @@ def faster(xshape, yshape, backward=False):
     yshape : tuple of int ``(N, F, OH, OW)``
     backward : bool
     """
-    return (not backward and xshape[1] <= MAX_CHANNELS
-            and min(yshape[2], yshape[3]) >= MIN_OUT)
+    return (xshape[1] <= MAX_CHANNELS and min(yshape[2], yshape[3]) >= MIN_OUT
+            and (not backward or yshape[1] <= MAX_BACKWARD_FILTERS))
 
 
 def tile(xshape, yshape, backward=False):

@@ -33,8 +33,9 @@ im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
 directly (no im2col); depthwise convolutions run direct kernels
 (``_depthwise``); 2-D 3x3 kernels with stride 1, dilate 1, one group, at
 least 16 input channels and an output of at least 4x4 run Winograd's
-F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), forwards of at most 128
-input channels and outputs of at least 8x8 F(4x4, 3x3) (``_winograd4``),
+F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), those of at most 128
+input channels and outputs of at least 8x8 F(4x4, 3x3) (``_winograd4``; a
+backward also needs at most 256 output channels),
 unless an input holds an inf or NaN (those run im2col); the environment
 variable ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile)
 overrides. With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
