@@ -512,15 +512,10 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
 @njit(**JIT)
 def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf, nbmax,
                    g, nlo, nhi, clo, chi):
-    """:func:`conv_backward` on samples ``nlo..nhi`` and input channels ``clo..chi``: their
-    ``dx`` and their part of ``dw``.
-
-    Every channel (``clo, chi = 0, C``): the batch split of :mod:`._conv_par`. A channel
-    range (one group only): its ``dx`` rows and the ``dw`` columns of those channels alone
-    are written or added to, ``dw`` accumulated by the GEMM itself (no transposed scratch,
-    ``dwtbuf`` unused): the channel split of :func:`._conv_par.conv_backward_channels`,
-    which runs this same compiled kernel (one compile serves both splits).
-    """
+    """:func:`conv_backward` on samples ``nlo..nhi``, input channels ``clo..chi`` (all: the
+    batch split; a range, one group: the channel split of :mod:`._conv_par`, the same
+    compiled kernel): their ``dx`` rows and ``dw`` columns (a range: accumulated by the
+    GEMM, ``dwtbuf`` unused)."""
     C = dims[1]
     G, Fg, CK = w3.shape
     K = CK * G // C
@@ -530,8 +525,7 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
     P = dy.shape[2]
     pw = _pointwise(g)
     direct = nbmax == 1 and pw      # 1x1: GEMMs on the samples' own planes
-    # dw^T accumulated in dwtbuf, then copied into dw (every channel only)
-    tr = mode_dw != 0 and Fg < ck and ck == CK
+    tr = mode_dw != 0 and Fg < ck and ck == CK  # dw^T in dwtbuf, then into dw (all channels)
     if mode_dx == 1 and not pw:     # col2im adds; a pointwise dx is written plane by plane
         plane = dims[2] * dims[3] * dims[4]
         for n in range(nlo, nhi):
