@@ -72,8 +72,9 @@ _LOG = logging.getLogger(__name__)
 #: A first forward faster than this (seconds) loaded its kernels from the cache: the child is stopped.
 WARM_FORWARD = 1.0
 #: A claim of the child older than this (seconds) is stalled (a starved or stuck child): the
-#: parent stops waiting and compiles the kernel itself (the largest compile about 4 s on a quiet core).
-CLAIM_WAIT_MAX = 20.0
+#: parent stops waiting and compiles the kernel itself (the largest compile takes about 4 s on an
+#: idle core).
+CLAIM_WAIT_MAX = 10.0
 #: Seconds between two looks at the cache while the parent waits for the child's kernel.
 CLAIM_POLL = 0.01
 
