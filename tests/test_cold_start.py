@@ -110,3 +110,7 @@ def test_channel_split_backward_compiles_no_driver_of_its_own(tmp_path):
     assert names.count('ffnumba.ops.nn._im2col.backward_range') == 1, names
     assert not [n for n in names if n.startswith('ffnumba.ops.nn._conv_par.')
                 and 'add_parts' not in n], names
+    # the copies between GEMMs compile once each: the forward's and the backward's calls
+    # pass run-time values where a literal (0, False) compiled a second specialization
+    assert names.count('ffnumba.ops.nn._im2col._scatter') == 1, names
+    assert names.count('ffnumba.ops.nn._im2col._gather') == 1, names

@@ -562,9 +562,9 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
                          dxf[lo:lo + cg * P].reshape((cg, P)))
                 else:
                     gemm(1.0, wj.T, dyt, 0.0, col)
-                    if pw:
+                    if pw:  # run-time False (direct), mode_dx: no literals, the forward's _scatter
                         _scatter(col, n0, nb, c0, cg, dxf.reshape((dims[0], C, P)),
-                                 mode_dx == 2, colf, False, None, 0, None)
+                                 mode_dx == 2, colf, direct, None, mode_dx, None)
                     else:
                         col2im(colf, dims, n0, nb, c0, cg, g, dxf)
     if tr and nhi > nlo:
