@@ -20,8 +20,9 @@ ending when the outputs are read back. ``step`` is a second batch in the
 warm child, timed on its own: the arithmetic every batch pays, so ``warm -
 step`` is what starting costs beyond it. ``cpu`` is the cold child's own CPU time up to the end of its first
 batch: on a loaded machine, where wall times swing, it stands for the cold
-start a quiet machine would see, as long as a compile-ahead child (which it
-does not count; see ``ffnumba._compile_ahead``) has a core of its own. The warm
+start a quiet machine would see without a compile-ahead child (see
+``ffnumba._compile_ahead``; with one it counts neither the child's CPU nor the
+time the parent waits for the child's kernels). The warm
 child's ``cpu`` is the same figure for a warm start (all its threads: the first
 batch's arithmetic on two threads counts twice).
 ``--rounds`` repeats everything; with
