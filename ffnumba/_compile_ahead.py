@@ -22,9 +22,10 @@ claims it with a file created exclusively in a folder of this cold start
 drops that node and goes on to the next. A kernel the child has claimed the
 parent waits for and then loads from the cache (unless the child has exited
 or has held the claim :data:`CLAIM_WAIT_MAX` seconds: then it compiles it
-itself). So no kernel is compiled by both (before claims, the kernels where
-the two met, and the helpers of the largest, were compiled twice). The child runs at a
-lower priority (``nice`` 10), so on a busy core it yields to the parent.
+itself). So no kernel is compiled by both (before claims, the kernels the
+two reached at the same time were: in a ResNet-18 cold start, the
+channel-split backward driver and two elementwise kernels). The child runs
+at a lower priority (``nice`` 10), so on a busy core it yields to the parent.
 When the parent's first backward is done the child, if still running, is
 stopped (:meth:`Ahead.done`) and the claims folder removed.
 
@@ -460,9 +461,6 @@ def main(marker, payload, folder=None):
     except (AttributeError, OSError):
         pass
     import numpy as np
-    from .context import cpu
-    from .jit import direct
-    from .ops.registry import OpContext, get_op
     np.seterr(all='ignore')
     claims = None
     if folder is not None:
@@ -471,7 +469,7 @@ def main(marker, payload, folder=None):
     rng = np.random.default_rng(0)
     for rec in pickle.loads(payload)[::-1]:
         try:
-            _run_node(rec, get_op, OpContext, cpu, direct, rng)
+            _run_node(rec, rng)
         except Exception:   # noqa: BLE001 -- claimed by the parent, or the parent compiles it
             if claims is not None:
                 claims.release()
@@ -479,8 +477,11 @@ def main(marker, payload, folder=None):
     _write_marker(marker)
 
 
-def _run_node(rec, get_op, OpContext, cpu, direct, rng):   # noqa: N803 -- the child's imports
+def _run_node(rec, rng):
     """Run one :func:`_plan_spec` record on zeros (see :func:`main`)."""
+    from .context import cpu
+    from .jit import direct
+    from .ops.registry import OpContext, get_op
     fwd, bwd = get_op(rec[1]).compute('cpu')
     ctx = OpContext(True, cpu(), {}, rng, rec[1])
     p = rec[2]
