@@ -332,6 +332,15 @@ class _Claims:
         self.mine.clear()
 
 
+def _install(claims):
+    """:meth:`_Claims.install`; without claims (each compiles what it meets, as before them)
+    if numba's cache classes are not what it wraps."""
+    try:
+        claims.install()
+    except Exception:   # noqa: BLE001 -- another numba: no claims
+        _LOG.debug('compile-ahead claims not installed', exc_info=True)
+
+
 def _age(path):
     """Seconds since the claim ``path`` was made; infinite when it is gone."""
     try:
@@ -421,7 +430,7 @@ def start(device_type, fwd, bwd):
         shutil.rmtree(folder, ignore_errors=True)
         return None
     claims = _Claims(folder, 'parent', alive=lambda: proc.poll() is None)
-    claims.install()
+    _install(claims)
     # fed from a thread: a plan larger than the pipe's buffer would otherwise block
     # this process until the child has imported ffnumba and reads it
     threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True,
@@ -465,7 +474,7 @@ def main(marker, payload, folder=None):
     claims = None
     if folder is not None:
         claims = _Claims(folder, 'child')
-        claims.install()
+        _install(claims)
     rng = np.random.default_rng(0)
     for rec in pickle.loads(payload)[::-1]:
         try:
