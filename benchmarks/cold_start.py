@@ -20,8 +20,9 @@ ending when the outputs are read back. ``step`` is a second batch in the
 warm child, timed on its own: the arithmetic every batch pays, so ``warm -
 step`` is what starting costs beyond it. ``cpu`` is the cold child's own CPU time up to the end of its first
 batch: on a loaded machine, where wall times swing, it stands for the cold
-start a quiet machine would see, as long as a compile-ahead child (which it
-does not count; see ``ffnumba._compile_ahead``) has a core of its own. The warm
+start a quiet machine would see without a compile-ahead child (see
+``ffnumba._compile_ahead``; with one it counts neither the child's CPU nor the
+time the parent waits for the child's kernels). The warm
 child's ``cpu`` is the same figure for a warm start (all its threads: the first
 batch's arithmetic on two threads counts twice).
 ``--rounds`` repeats everything; with
@@ -33,7 +34,10 @@ and the table shows the best (smallest) of the rounds.
 and how many signatures it compiled, and the total compile time (numba's
 ``numba:compile`` events; nested compiles count toward their caller's time),
 with the compile-ahead child off (``FFNUMBA_COMPILE_AHEAD=0``) so that every
-kernel compiles in the process that lists it.
+kernel compiles in the process that lists it. ``--detail --ahead force``
+keeps the child on instead: the list is then what the parent still compiled
+itself (the child's kernels it loaded from the cache or waited for; claims
+keep the two from compiling the same kernel).
 Goal (issue 13): cold <= 10 s for LeNet and ResNet-18, warm <= 0.5 s for all.
 Prints numbers, asserts nothing.
 """
@@ -158,7 +162,9 @@ def child(root, net, cache_dir, args, detail=False):
            '--batch', str(args.batch)]
     if detail:
         cmd.append('--detail')
-        env['FFNUMBA_COMPILE_AHEAD'] = '0'    # every kernel compiles here, where it is listed
+        # '0': every kernel compiles here, where it is listed; 'force': what the parent
+        # still compiles beside the compile-ahead child
+        env['FFNUMBA_COMPILE_AHEAD'] = args.ahead
     tic = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - tic
@@ -179,6 +185,8 @@ def main():
     p.add_argument('--roots', default=os.path.dirname(HERE),
                    help='comma list of source trees to compare (default: this one)')
     p.add_argument('--detail', action='store_true', help='list the kernels compiled cold')
+    p.add_argument('--ahead', default='0', choices=('0', 'force', 'wait'),
+                   help='FFNUMBA_COMPILE_AHEAD of the --detail children (default 0: off)')
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     p.add_argument('--net', help=argparse.SUPPRESS)
     args = p.parse_args()

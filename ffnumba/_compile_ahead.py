@@ -1,23 +1,33 @@
-"""A cold start compiles on two cores: a child process compiles the kernels from the back.
+"""A cold start compiles on two cores: a child process shares the kernels with the parent.
 
 numba compiles on one core, under a process-wide lock, so a cold first
 training batch compiles the forward's kernels and then the backward's, one
 after the other (about 9 s for LeNet, 13 s for ResNet-18 on 2 cores). The
-backward's kernels do not depend on the forward's results, only on the
-arrays' shapes and dtypes, so on a machine with a second free core the first
-CPU executor of a process that runs a training forward starts one child
-process (:func:`start`). The child imports ffnumba and runs the bound plan's
-compute functions on zero arrays of the same shapes and dtypes, in reverse:
-the backward's nodes last to first, then the forward's (a backward that needs
-its forward's state runs that forward first). Its results are thrown away,
-but numba writes each kernel it compiles to the on-disk cache
-(``cache=True``). The parent never waits for it: it runs its forward and
-backward from the front, loading from the cache what the child has compiled
-and compiling the rest itself, so the two meet midway whichever is faster
-(at worst one kernel is compiled by both). The child runs at a lower
-priority (``nice`` 10), so on a busy core it yields to the parent. When the
-parent's first backward is done the child, if still running, is stopped
-(:meth:`Ahead.done`).
+kernels do not depend on the arrays' values, only on their shapes and dtypes,
+so on a machine with a second free core the first CPU executor of a process
+that runs a training forward starts one child process (:func:`start`). The
+child imports ffnumba and runs the bound plan's compute functions on zero
+arrays of the same shapes and dtypes, in reverse: the backward's nodes last
+to first, then the forward's (a backward that needs its forward's state runs
+that forward first). Its results are thrown away, but numba writes each
+kernel it compiles to the on-disk cache (``cache=True``). The parent runs
+its forward and backward from the front, loading from the cache what the
+child has compiled, so the two meet midway whichever is faster.
+
+The two split the kernels by **claims**: before either compiles a kernel
+that is not in the cache (a numba dispatcher of ffnumba and one signature,
+at the top of a compile; the helpers it calls are compiled inside it), it
+claims it with a file created exclusively in a folder of this cold start
+(:class:`_Claims`). A kernel the parent has claimed the child skips: it
+drops that node and goes on to the next. A kernel the child has claimed the
+parent waits for and then loads from the cache (unless the child has exited
+or has held the claim :data:`CLAIM_WAIT_MAX` seconds: then it compiles it
+itself). So no kernel is compiled by both (before claims, the kernels the
+two reached at the same time were: in a ResNet-18 cold start, the
+channel-split backward driver and two elementwise kernels). The child runs
+at a lower priority (``nice`` 10), so on a busy core it yields to the parent.
+When the parent's first backward is done the child, if still running, is
+stopped (:meth:`Ahead.done`) and the claims folder removed.
 
 Safe by construction: numba writes every cache file under a temporary name
 and renames it into place, data before index, so neither process ever reads
@@ -49,17 +59,25 @@ import hashlib
 import logging
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import threading
+import time
 
-__all__ = ['start', 'Ahead', 'enabled', 'WARM_FORWARD', 'main']
+__all__ = ['start', 'Ahead', 'enabled', 'WARM_FORWARD', 'CLAIM_WAIT_MAX', 'main']
 
 _LOG = logging.getLogger(__name__)
 
 
 #: A first forward faster than this (seconds) loaded its kernels from the cache: the child is stopped.
 WARM_FORWARD = 1.0
+#: A claim of the child older than this (seconds) is stalled (a starved or stuck child): the
+#: parent stops waiting and compiles the kernel itself (the largest compile takes about 4 s on an
+#: idle core).
+CLAIM_WAIT_MAX = 10.0
+#: Seconds between two looks at the cache while the parent waits for the child's kernel.
+CLAIM_POLL = 0.01
 
 _lock = threading.Lock()
 _started = False      # one child per process: the cold start
@@ -147,11 +165,16 @@ def _plan_spec(fwd, bwd):
 
 
 class Ahead:
-    """A running compile-ahead child: :meth:`before_backward`, then :meth:`done`."""
+    """A running compile-ahead child: :meth:`before_backward`, then :meth:`done`.
 
-    def __init__(self, proc, marker):
+    ``claims``: this cold start's :class:`_Claims` (installed in this process
+    while the child runs), or None.
+    """
+
+    def __init__(self, proc, marker, claims=None):
         self._proc = proc
         self._marker = marker
+        self._claims = claims
         atexit.register(self.stop)
 
     def before_backward(self, forward_seconds):
@@ -173,14 +196,195 @@ class Ahead:
         _write_marker(self._marker)
 
     def stop(self):
-        """Stop the child if it still runs and reap it (idempotent)."""
+        """Stop the child if it still runs and reap it; end the claims (idempotent)."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        atexit.unregister(self.stop)
+        claims, self._claims = self._claims, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            atexit.unregister(self.stop)
+        if claims is not None:
+            claims.close()
+
+
+class _Skip(Exception):
+    """Raised in the child for a kernel the parent has claimed: the child drops the node."""
+
+
+class _Claims:
+    """Which process compiles which kernel: one file per kernel in a folder of the cold start.
+
+    Installed (:meth:`install`) in the parent and in the child, it wraps the
+    disk-cache lookup of numba's dispatchers (``Cache.load_overload``, the
+    step before a compile) for ffnumba's kernels at the top of a compile (not
+    the helpers compiled inside one: ``numba:compile`` events count the
+    depth). On a cache miss the process creates ``<folder>/<kernel>.claim``
+    exclusively (``O_EXCL``) and compiles; numba then saves the kernel
+    (``save_overload``) and the claim file is removed. When the file is
+    there already, the other process is compiling that kernel: the child
+    raises :class:`_Skip`; the parent polls the cache every
+    :data:`CLAIM_POLL` s until the kernel is there, and compiles it itself
+    when the child has exited (``alive()`` false), the claim is gone without
+    a cache entry (the child failed), or the claim is older than
+    :data:`CLAIM_WAIT_MAX` s (a stalled child).
+
+    Parameters
+    ----------
+    folder : str
+        The claims folder (made by the parent, removed by :meth:`close`).
+    role : {'parent', 'child'}
+    alive : callable() -> bool, optional
+        The parent's test that the child still runs.
+    """
+
+    _active = None      # the installed instance of this process
+    _real = None        # numba's (load_overload, save_overload)
+
+    def __init__(self, folder, role, alive=None):
+        self.folder = folder
+        self.role = role
+        self.alive = alive or (lambda: True)
+        self.depth = 0
+        self.mine = {}      # (cache id, signature) -> claim path, held by this process
+        self.waited = 0.0   # seconds the parent waited for the child's kernels
+
+    # ------------------------------------------------------------ hooks
+    def install(self):
+        """Wrap numba's cache lookup and save for this process (one instance at a time)."""
+        from numba.core import caching, event
+        cls = caching.Cache
+        if _Claims._real is None:
+            _Claims._real = (cls.load_overload, cls.save_overload)
+            cls.load_overload = _load_overload
+            cls.save_overload = _save_overload
+            event.register('numba:compile', _depth_listener())
+        _Claims._active = self
+
+    def close(self):
+        """Uninstall (the wrappers stay, inert) and remove the claims folder."""
+        if _Claims._active is self:
+            _Claims._active = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # ------------------------------------------------------------ claims
+    def _path(self, cache, sig, target_context):
+        """The claim file of a kernel: named by numba's cache file and index key (the
+        signature, the machine, the hashes of the bytecode and of a closure's cells), the
+        same in both processes."""
+        key = cache._index_key(sig, target_context.codegen())
+        name = '%s|%s|%r' % (cache._cache_path, cache._impl.filename_base, key)
+        return os.path.join(self.folder, hashlib.sha1(name.encode()).hexdigest()[:24] + '.claim')
+
+    def miss(self, cache, sig, target_context):
+        """A top-level kernel not in the cache: claim it (None: compile it here), skip it
+        (child), or wait for the child's and return what it cached (parent)."""
+        try:
+            path = self._path(cache, sig, target_context)
+        except Exception:   # noqa: BLE001 -- numba's internals changed: compile here unclaimed
+            return None
+        tic = time.perf_counter()
+        while True:
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            except OSError:             # no folder (closed) or not writable: compile here
+                return None
+            else:
+                os.write(fd, self.role.encode())
+                os.close(fd)
+                self.mine[(id(cache), str(sig))] = path
+                return None
+            if self.role == 'child':
+                raise _Skip(str(sig))
+            # the child compiles it: wait for the cache entry
+            while self.alive() and _age(path) < CLAIM_WAIT_MAX:
+                time.sleep(CLAIM_POLL)
+                res = _Claims._real[0](cache, sig, target_context)
+                if res is not None:
+                    self.waited += time.perf_counter() - tic
+                    return res
+            res = _Claims._real[0](cache, sig, target_context)   # saved as the claim went
+            self.waited += time.perf_counter() - tic
+            if res is not None:
+                return res
+            if os.path.exists(path):    # the child is gone or slow: compile here, unclaimed
+                return None
+            # the claim was dropped without a cache entry: claim it ourselves
+
+    def saved(self, cache, sig):
+        """numba saved a kernel this process compiled: its claim ends."""
+        path = self.mine.pop((id(cache), str(sig)), None)
+        if path is not None:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+    def release(self):
+        """Drop every claim this process holds (the child, after a node failed)."""
+        for path in self.mine.values():
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        self.mine.clear()
+
+
+def _install(claims):
+    """:meth:`_Claims.install`; without claims (each compiles what it meets, as before them)
+    if numba's cache classes are not what it wraps."""
+    try:
+        claims.install()
+    except Exception:   # noqa: BLE001 -- another numba: no claims
+        _LOG.debug('compile-ahead claims not installed', exc_info=True)
+
+
+def _age(path):
+    """Seconds since the claim ``path`` was made; infinite when it is gone."""
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return float('inf')
+
+
+def _ours(cache):
+    mod = getattr(getattr(cache, '_py_func', None), '__module__', '') or ''
+    return mod.startswith('ffnumba.')
+
+
+def _load_overload(cache, sig, target_context):
+    res = _Claims._real[0](cache, sig, target_context)
+    claims = _Claims._active
+    if res is not None or claims is None or claims.depth > 0 or not _ours(cache):
+        return res
+    return claims.miss(cache, sig, target_context)
+
+
+def _save_overload(cache, sig, data):
+    try:
+        _Claims._real[1](cache, sig, data)
+    finally:
+        claims = _Claims._active
+        if claims is not None:
+            claims.saved(cache, sig)
+
+
+def _depth_listener():
+    from numba.core import event
+
+    class Depth(event.Listener):
+        """Counts the compiles in progress (numba compiles under one process-wide lock)."""
+
+        def on_start(self, ev):
+            if _Claims._active is not None:
+                _Claims._active.depth += 1
+
+        def on_end(self, ev):
+            if _Claims._active is not None:
+                _Claims._active.depth = max(0, _Claims._active.depth - 1)
+    return Depth()
 
 
 def start(device_type, fwd, bwd):
@@ -210,26 +414,32 @@ def start(device_type, fwd, bwd):
     marker = os.path.join(cache, 'ffnumba-ahead-%s.done' % key)
     if os.path.exists(marker):          # a warm cache: nothing to compile ahead
         return None
+    folder = '%s.claims-%d' % (marker[:-len('.done')], os.getpid())
+    if not _mkdir(folder):
+        return None
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env['PYTHONPATH'] = root + os.pathsep + env.get('PYTHONPATH', '')
     env['FFNUMBA_COMPILE_AHEAD'] = '0'
     try:
-        proc = subprocess.Popen([sys.executable, '-c', _CHILD, marker], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                close_fds=True)
+        proc = subprocess.Popen([sys.executable, '-c', _CHILD, marker, folder],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env, close_fds=True)
     except Exception:   # noqa: BLE001 -- no child: compile here as before
         _LOG.debug('compile-ahead child did not start', exc_info=True)
+        shutil.rmtree(folder, ignore_errors=True)
         return None
+    claims = _Claims(folder, 'parent', alive=lambda: proc.poll() is None)
+    _install(claims)
     # fed from a thread: a plan larger than the pipe's buffer would otherwise block
     # this process until the child has imported ffnumba and reads it
     threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True,
                      name='ffnumba-compile-ahead-feed').start()
-    return Ahead(proc, marker)
+    return Ahead(proc, marker, claims)
 
 
 _CHILD = ('import sys; from ffnumba._compile_ahead import main; '
-          'main(sys.argv[1], sys.stdin.buffer.read())')
+          'main(sys.argv[1], sys.stdin.buffer.read(), sys.argv[2])')
 
 
 def _feed(pipe, payload):
@@ -245,44 +455,59 @@ def _zeros(spec):
     return [None if s is None else np.zeros(s[0], np.dtype(s[1])) for s in spec]
 
 
-def main(marker, payload):
+def main(marker, payload, folder=None):
     """The child: run the plan's nodes on zeros, last first; write ``marker`` when done.
 
     ``payload``: the pickled list of :func:`_plan_spec`, in the parent's
-    order (forward, then backward). Last first: the parent works from the
-    front, so the two meet midway whichever is faster; a backward that needs
-    its forward's state runs that forward first.
+    order (forward, then backward); ``folder``: the claims folder of
+    :class:`_Claims` (None: no claims). Last first: the parent works from the
+    front, so the two meet midway whichever is faster; a node whose kernel the
+    parent has claimed is dropped (:class:`_Skip`). A backward that needs its
+    forward's state runs that forward first.
     """
     try:
         os.nice(10)     # speculative work: yields to the parent (and everything else) on a busy core
     except (AttributeError, OSError):
         pass
     import numpy as np
-    from .context import cpu
-    from .jit import direct
-    from .ops.registry import OpContext, get_op
     np.seterr(all='ignore')
+    claims = None
+    if folder is not None:
+        claims = _Claims(folder, 'child')
+        _install(claims)
     rng = np.random.default_rng(0)
     for rec in pickle.loads(payload)[::-1]:
         try:
-            fwd, bwd = get_op(rec[1]).compute('cpu')
-            ctx = OpContext(True, cpu(), {}, rng, rec[1])
-            p = rec[2]
-            if rec[0] == 'f':
-                ins, outs, aux = _zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5])
-                direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
-                continue
-            og, ins, outs, ig, aux = (_zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5]),
-                                      _zeros(rec[6]), _zeros(rec[8]))
-            reqs = rec[7]
-            try:
-                direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
-            except Exception:   # noqa: BLE001 -- e.g. state the forward keeps: run it first
-                direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
-                direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
-        except Exception:   # noqa: BLE001 -- the parent compiles what the child could not
+            _run_node(rec, rng)
+        except Exception:   # noqa: BLE001 -- claimed by the parent, or the parent compiles it
+            if claims is not None:
+                claims.release()
             continue
     _write_marker(marker)
+
+
+def _run_node(rec, rng):
+    """Run one :func:`_plan_spec` record on zeros (see :func:`main`)."""
+    from .context import cpu
+    from .jit import direct
+    from .ops.registry import OpContext, get_op
+    fwd, bwd = get_op(rec[1]).compute('cpu')
+    ctx = OpContext(True, cpu(), {}, rng, rec[1])
+    p = rec[2]
+    if rec[0] == 'f':
+        ins, outs, aux = _zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5])
+        direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
+        return
+    og, ins, outs, ig, aux = (_zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5]),
+                              _zeros(rec[6]), _zeros(rec[8]))
+    reqs = rec[7]
+    try:
+        direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
+    except _Skip:
+        raise
+    except Exception:   # noqa: BLE001 -- e.g. state the forward keeps: run it first
+        direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
+        direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
 
 
 def _write_marker(marker):

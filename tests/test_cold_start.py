@@ -51,6 +51,17 @@ if sys.argv[1] == 'conv':      # a Winograd-eligible layer, forward and backward
     exe.forward(is_train=True)
     exe.backward(ff.nd.ones(exe.outputs[0].shape))
     assert np.isfinite(exe.grad_dict['c_weight'].asnumpy()).all()
+if sys.argv[1] == 'deep':      # two threads, a deep layer: the backward split by channels
+    from ffnumba.ops.nn import _conv_par as cp
+    split = []
+    real = cp.conv_backward_channels
+    cp.conv_backward_channels = lambda *a: split.append(a[-1]) or real(*a)
+    s = ff.sym.Convolution(ff.sym.Variable('data'), num_filter=128, kernel=(3, 3), pad=(1, 1),
+                           stride=(2, 2), name='c')
+    exe = s.simple_bind(ff.cpu(), data=(4, 64, 4, 4))
+    exe.forward(is_train=True)
+    exe.backward(ff.nd.ones(exe.outputs[0].shape))
+    assert split == [2], split
 print(json.dumps({'at_import': at_import, 'all': compiled, 'cuda': cuda}))
 '''
 
@@ -89,3 +100,17 @@ def test_conv_compiles_one_gemm_and_no_unused_winograd_tile(tmp_path):
     assert names.count('ffnumba.ops._gemm._gemm_any') == 1, names
     assert not [n for n in names if n.endswith(('output_tf_t', 'input_tf_t'))
                 and '_winograd4' in n], names
+
+
+def test_channel_split_backward_compiles_no_driver_of_its_own(tmp_path):
+    # the channel split (2 threads, deep layer) runs the batch split's compiled backward_range:
+    # one backward driver compiled (it cost about 2.5 s of a cold ResNet-18 as its own kernel)
+    out = _child('deep', tmp_path, NUMBA_NUM_THREADS='2', FFNUMBA_CONV_WINOGRAD='0')
+    names = out['all']
+    assert names.count('ffnumba.ops.nn._im2col.backward_range') == 1, names
+    assert not [n for n in names if n.startswith('ffnumba.ops.nn._conv_par.')
+                and 'add_parts' not in n], names
+    # the copies between GEMMs compile once each: the forward's and the backward's calls
+    # pass run-time values where a literal (0, False) compiled a second specialization
+    assert names.count('ffnumba.ops.nn._im2col._scatter') == 1, names
+    assert names.count('ffnumba.ops.nn._im2col._gather') == 1, names

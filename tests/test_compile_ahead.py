@@ -160,3 +160,119 @@ def test_warm_forward_stops_child_and_marks(tmp_path):
     assert proc.poll() is None
     ahead.done()
     assert proc.returncode is not None
+
+
+# ---------------------------------------------------------------- claims (_Claims)
+
+def _fresh_kernel(tmp_path, name):
+    """A never-compiled ``@njit(cache=True)`` kernel counted as ffnumba's (claims cover those)."""
+    import importlib
+    from numba import njit
+    src = tmp_path / ('%s.py' % name)
+    src.write_text('def %s(x):\n    return x * 2.0 + 1.0\n' % name)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        fn = getattr(importlib.import_module(name), name)
+    finally:
+        sys.path.remove(str(tmp_path))
+    fn.__module__ = 'ffnumba._claims_test'
+    return njit(cache=True)(fn), src
+
+
+def _claim(claims, kernel, role):
+    """Create ``kernel``'s (float64) claim file as ``role`` would; its path."""
+    from numba import types
+    from numba.core.registry import cpu_target
+    path = claims._path(kernel._cache, (types.float64,), cpu_target.target_context)
+    with open(path, 'w') as f:
+        f.write(role)
+    return path
+
+
+class _Compiles:
+    """Names of the functions numba compiles while installed (a ``with`` block)."""
+
+    def __enter__(self):
+        from numba.core import event
+        names = self.names = []
+
+        class L(event.Listener):
+            def on_start(self, ev):
+                names.append(ev.data['dispatcher'].py_func.__name__)
+
+            def on_end(self, ev):
+                pass
+        self._listener = L()
+        event.register('numba:compile', self._listener)
+        return self
+
+    def __exit__(self, *exc):
+        from numba.core import event
+        event.unregister('numba:compile', self._listener)
+
+
+def test_child_skips_a_kernel_the_parent_claimed(tmp_path):
+    folder = tmp_path / 'claims'
+    folder.mkdir()
+    claims = _compile_ahead._Claims(str(folder), 'child')
+    claims.install()
+    try:
+        kernel, _ = _fresh_kernel(tmp_path, 'claimed_by_parent')
+        path = _claim(claims, kernel, 'parent')
+        with _Compiles() as seen, pytest.raises(_compile_ahead._Skip):
+            kernel(1.0)
+        assert seen.names == [] and kernel.signatures == []      # nothing compiled
+        os.remove(path)                                          # the parent is done
+        with _Compiles() as seen:
+            assert kernel(1.0) == 3.0
+        assert seen.names == ['claimed_by_parent']
+        assert os.listdir(folder) == []         # claimed while compiling, released once saved
+    finally:
+        claims.close()
+    assert not folder.exists()
+
+
+def test_parent_waits_for_the_childs_kernel_and_compiles_nothing(tmp_path):
+    folder = tmp_path / 'claims'
+    folder.mkdir()
+    claims = _compile_ahead._Claims(str(folder), 'parent', alive=lambda: True)
+    claims.install()
+    try:
+        kernel, src = _fresh_kernel(tmp_path, 'claimed_by_child')
+        path = _claim(claims, kernel, 'child')
+        # "the child": another interpreter compiles the same kernel into the cache, then
+        # drops its claim
+        code = ('import os, sys\n'
+                'from numba import njit\n'
+                'from claimed_by_child import claimed_by_child as k\n'
+                'assert njit(cache=True)(k)(1.0) == 3.0\n'
+                'os.remove(sys.argv[1])\n')
+        child = subprocess.Popen([sys.executable, '-c', code, path],
+                                 env=dict(os.environ, PYTHONPATH=str(src.parent)))
+        try:
+            with _Compiles() as seen:
+                assert kernel(1.0) == 3.0
+        finally:
+            assert child.wait(timeout=300) == 0
+        assert seen.names == []                 # loaded what the child compiled
+        assert claims.waited > 0
+    finally:
+        claims.close()
+
+
+def test_parent_compiles_a_kernel_whose_child_is_gone(tmp_path):
+    folder = tmp_path / 'claims'
+    folder.mkdir()
+    claims = _compile_ahead._Claims(str(folder), 'parent', alive=lambda: False)
+    claims.install()
+    try:
+        kernel, _ = _fresh_kernel(tmp_path, 'claimed_by_dead_child')
+        _claim(claims, kernel, 'child')
+        with _Compiles() as seen:
+            assert kernel(1.0) == 3.0
+        assert seen.names == ['claimed_by_dead_child']
+    finally:
+        claims.close()
+    # uninstalled: the wrappers pass every call through
+    kernel, _ = _fresh_kernel(tmp_path, 'after_close')
+    assert kernel(2.0) == 5.0

@@ -30,8 +30,7 @@ from numba import njit
 
 from ...jit import JIT
 from ...thread_pool import SPLIT_MIN_ELEMS, kernel_threads, run_parallel, split_range
-from .._gemm import gemm
-from ._im2col import _gather, backward_range, col2im, forward_range, im2col
+from ._im2col import backward_range, forward_range
 
 #: Weight gradients of at most this many elements stay on the batch split: small enough
 #: that each thread's partial is cache-resident and the parts' sum is cheap, where the
@@ -102,7 +101,8 @@ def conv_backward_par(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpb
     def part(t):
         backward_range(xf, dims, w3, dy, dxf, dwparts[t], mode_dx, mode_part,
                        colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz],
-                       dwtbuf[t * wsz:(t + 1) * wsz], nbmax, g, N * t // nt, N * (t + 1) // nt)
+                       dwtbuf[t * wsz:(t + 1) * wsz], nbmax, g, N * t // nt, N * (t + 1) // nt,
+                       0, dims[1])
     run_split(part, nt)
     if mode_dw != 0:
         size = dw3.size
@@ -149,44 +149,6 @@ def sum_parts(parts, t0, dst, ncol, write):
                 dst.shape[0] * ncol)
 
 
-@njit(**JIT)
-def backward_channel_range(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf, tmpbuf,
-                           nbc, g, clo, chi):
-    """Gradients of a one-group convolution for input channels ``clo..chi`` and every sample.
-
-    ``w2`` / ``dw2`` ``(F, C*K)``; ``dx`` rows and ``dw`` columns of those
-    channels only are written (``mode`` 1) or added to (2). Chunks of
-    ``nbc`` samples: per chunk ``dy`` is gathered whole, the channels'
-    columns unrolled, ``dw[:, cols] (+)= dy col^T`` accumulated by the GEMM
-    (``beta = 1`` unless the first chunk writes) and ``col = w[:, cols]^T dy``
-    scattered back (:func:`._im2col.col2im`).
-    """
-    N, C = dims[0], dims[1]
-    F, CK = w2.shape
-    K = CK // C
-    P = dy.shape[2]
-    cn = chi - clo
-    rows = cn * K
-    wsl = w2[:, clo * K:chi * K]
-    dwsl = dw2[:, clo * K:chi * K]
-    if mode_dx == 1:
-        plane = dims[2] * dims[3] * dims[4]
-        for n in range(N):
-            dxf[(n * C + clo) * plane:(n * C + chi) * plane] = 0
-    for n0 in range(0, N, nbc):
-        nb = min(nbc, N - n0)
-        colf = colbuf[:rows * nb * P]
-        col = colf.reshape((rows, nb * P))
-        dyt = tmpbuf[:F * nb * P].reshape((F, nb * P))
-        _gather(dy, n0, nb, 0, F, dyt)
-        if mode_dw != 0:
-            im2col(xf, dims, n0, nb, clo, cn, g, colf)
-            gemm(1.0, dyt, col.T, 0.0 if mode_dw == 1 and n0 == 0 else 1.0, dwsl)
-        if mode_dx != 0:
-            gemm(1.0, wsl.T, dyt, 0.0, col)
-            col2im(colf, dims, n0, nb, clo, cn, g, dxf)
-
-
 def channel_split(N, C, G, nb1, nt, dw_size):
     """Whether :func:`conv_backward_channels` runs the backward: one group, at least
     ``2 * nt`` input channels, the whole batch in one chunk of one thread (``nb1``:
@@ -197,21 +159,28 @@ def channel_split(N, C, G, nb1, nt, dw_size):
 
 def conv_backward_channels(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw, colbuf, tmpbuf,
                            nbc, g, nt):
-    """:func:`backward_channel_range` with the input channels split over ``nt`` threads.
+    """Gradients of a one-group convolution with the input channels split over ``nt`` threads.
 
+    ``w2`` / ``dw2`` ``(F, C*K)``. Each thread runs :func:`._im2col.backward_range` on
+    every sample and its own input channels: it writes (``mode`` 1) or adds to (2)
+    their ``dx`` rows and ``dw`` columns only, in chunks of ``nbc`` samples (``dy``
+    gathered whole per chunk, the channels' columns unrolled, ``dw[:, cols] (+)= dy
+    col^T`` accumulated by the GEMM, ``col = w[:, cols]^T dy`` scattered back). The
+    batch split's compiled kernel: threads add no compilation.
     ``colbuf`` / ``tmpbuf`` hold ``nt`` pieces of ``ceil(C/nt)*K*nbc*P`` and
     ``F*nbc*P`` elements.
     """
-    C = dims[1]
+    N, C = dims[0], dims[1]
     F, CK = w2.shape
     P = dy.shape[2]
     rmax = -(-C // nt) * (CK // C)
     csz, tsz = rmax * nbc * P, F * nbc * P
+    w3, dw3 = w2.reshape((1, F, CK)), dw2.reshape((1, F, CK))
 
     def part(t):
-        backward_channel_range(xf, dims, w2, dy, dxf, dw2, mode_dx, mode_dw,
-                               colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz],
-                               nbc, g, C * t // nt, C * (t + 1) // nt)
+        backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw,
+                       colbuf[t * csz:(t + 1) * csz], tmpbuf[t * tsz:(t + 1) * tsz],
+                       tmpbuf[:1], nbc, g, 0, N, C * t // nt, C * (t + 1) // nt)
     run_split(part, nt)
 
 

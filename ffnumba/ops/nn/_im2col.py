@@ -506,28 +506,37 @@ def conv_backward(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, 
     A Python call of :func:`backward_range` on every sample, as :func:`conv_forward`.
     """
     backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf, nbmax,
-                   g, 0, dims[0])
+                   g, 0, dims[0], 0, dims[1])
 
 
 @njit(**JIT)
 def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf, dwtbuf, nbmax,
-                   g, nlo, nhi):
-    """:func:`conv_backward` on samples ``nlo..nhi``: their ``dx`` and their part of ``dw``."""
+                   g, nlo, nhi, clo, chi):
+    """:func:`conv_backward` on samples ``nlo..nhi``, input channels ``clo..chi`` (all: the
+    batch split; a range, one group: the channel split of :mod:`._conv_par`, the same
+    compiled kernel): their ``dx`` rows and ``dw`` columns (a range: accumulated by the
+    GEMM, ``dwtbuf`` unused)."""
     C = dims[1]
     G, Fg, CK = w3.shape
-    cg = C // G
+    K = CK * G // C
+    cg = (chi - clo) // G           # channels per group in the range (all of them: C // G)
+    ck = cg * K
+    kl = clo * K                    # the range's first column of w and dw (0: every channel)
     P = dy.shape[2]
     pw = _pointwise(g)
     direct = nbmax == 1 and pw      # 1x1: GEMMs on the samples' own planes
-    tr = mode_dw != 0 and Fg < CK   # dw^T accumulated in dwtbuf, then copied into dw
+    tr = mode_dw != 0 and Fg < ck and ck == CK  # dw^T in dwtbuf, then into dw (all channels)
     if mode_dx == 1 and not pw:     # col2im adds; a pointwise dx is written plane by plane
-        sample = C * dims[2] * dims[3] * dims[4]
-        dxf[nlo * sample:nhi * sample] = 0
+        plane = dims[2] * dims[3] * dims[4]
+        for n in range(nlo, nhi):
+            dxf[(n * C + clo) * plane:(n * C + chi) * plane] = 0
     for n0 in range(nlo, nhi, nbmax):
         nb = min(nbmax, nhi - n0)
-        colf = colbuf[:CK * nb * P]
-        col = colf.reshape((CK, nb * P))
+        colf = colbuf[:ck * nb * P]
+        col = colf.reshape((ck, nb * P))
         for j in range(G):
+            c0 = clo + j * cg
+            wj = w3[j][:, kl:kl + ck]
             if nb == 1:
                 dyt = dy[n0, j * Fg:(j + 1) * Fg]
             else:
@@ -535,29 +544,29 @@ def backward_range(xf, dims, w3, dy, dxf, dw3, mode_dx, mode_dw, colbuf, tmpbuf,
                 _gather(dy, n0, nb, j * Fg, Fg, dyt)
             if mode_dw != 0:
                 if direct:
-                    lo = (n0 * C + j * cg) * P
+                    lo = (n0 * C + c0) * P
                     colj = xf[lo:lo + cg * P].reshape((cg, P))
                 else:
-                    im2col(xf, dims, n0, nb, j * cg, cg, g, colf)
+                    im2col(xf, dims, n0, nb, c0, cg, g, colf)
                     colj = col
                 if tr:
                     dwt = dwtbuf[j * Fg * CK:(j + 1) * Fg * CK].reshape((CK, Fg))
                     gemm(1.0, colj, dyt.T, 0.0 if n0 == nlo else 1.0, dwt)
                 else:   # the first chunk writes dw (mode write), the others add in place
                     first = mode_dw == 1 and n0 == nlo
-                    gemm(1.0, dyt, colj.T, 0.0 if first else 1.0, dw3[j])
+                    gemm(1.0, dyt, colj.T, 0.0 if first else 1.0, dw3[j][:, kl:kl + ck])
             if mode_dx != 0:
                 if direct:
-                    lo = (n0 * C + j * cg) * P
-                    gemm(1.0, w3[j].T, dyt, 0.0 if mode_dx == 1 else 1.0,
+                    lo = (n0 * C + c0) * P
+                    gemm(1.0, wj.T, dyt, 0.0 if mode_dx == 1 else 1.0,
                          dxf[lo:lo + cg * P].reshape((cg, P)))
                 else:
-                    gemm(1.0, w3[j].T, dyt, 0.0, col)
-                    if pw:
-                        _scatter(col, n0, nb, j * cg, cg, dxf.reshape((dims[0], C, P)),
-                                 mode_dx == 2, colf, False, None, 0, None)
+                    gemm(1.0, wj.T, dyt, 0.0, col)
+                    if pw:  # run-time False (direct), mode_dx: no literals, the forward's _scatter
+                        _scatter(col, n0, nb, c0, cg, dxf.reshape((dims[0], C, P)),
+                                 mode_dx == 2, colf, direct, None, mode_dx, None)
                     else:
-                        col2im(colf, dims, n0, nb, j * cg, cg, g, dxf)
+                        col2im(colf, dims, n0, nb, c0, cg, g, dxf)
     if tr and nhi > nlo:
         for j in range(G):
             _transpose(dwtbuf, j * Fg * CK, CK, Fg, dw3[j].reshape(-1), 0, mode_dw == 2)

@@ -55,6 +55,13 @@ def test_channel_split_driver_matches_serial(kernel, stride, pad, data, F, nbc, 
                          np.empty(F * C * K), nbc, g)
         np.testing.assert_allclose(dx_par, dx_ser, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(dw_par, dw_ser, rtol=1e-12, atol=1e-12)
+        # both run _im2col.backward_range (on a channel range / every channel): numpy's too
+        ref_dx, ref_dw, _ = conv_backward(x, w2.reshape((F, C) + kernel), dy.reshape(
+            (data[0], F) + out), kernel, stride, pad)
+        ex_dx = ref_dx.reshape(-1) + (init_x if mode_dx == 2 else 0) if mode_dx else init_x
+        ex_dw = ref_dw.reshape(w2.shape) + (init_w if mode_dw == 2 else 0)
+        np.testing.assert_allclose(dx_par, ex_dx, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(dw_par, ex_dw, rtol=1e-10, atol=1e-10)
 
 
 def test_deep_layer_backward_splits_by_channels(monkeypatch, threads):
