@@ -70,8 +70,11 @@ def test_nested_call_on_the_same_pool_runs_serially_instead_of_deadlocking():
 
 def test_pool_grows_never_shrinks():
     a = get_pool('test-grow', 3)
-    assert get_pool('test-grow', 2) is a
-    assert get_pool('test-grow', 5) is not a
+    assert a.size == 3
+    assert get_pool('test-grow', 2) is a and a.size == 3
+    assert get_pool('test-grow', 5) is a and a.size == 5
+    names = {t.name for t in threading.enumerate() if t.name.startswith('ffnumba-test-grow')}
+    assert len(names) == 5
 
 
 def test_pool_used_after_a_split_only():
