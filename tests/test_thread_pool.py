@@ -235,3 +235,34 @@ def test_concat_splits_over_two_threads(two_threads, monkeypatch):
     np.testing.assert_array_equal(grads[1], np.ones_like(xs[1]))
     np.testing.assert_array_equal(grads[2], head[:, 8:] + 1)
     assert calls == [2, 2]
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs os.fork')
+def test_forked_child_starts_its_own_pool_threads():
+    """The parent's pool threads do not exist in a forked child: a split there starts
+    new ones, and a pool thread runs part 1 while part 0 waits for it (with the
+    parent's dead workers part 1 would wait for the caller, after part 0 timed out)."""
+    run_parallel(lambda i: None, 2, 'test-fork')          # the parent's workers exist
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                          # child
+        try:
+            seen, second = [], threading.Event()
+
+            def part(i):
+                if i == 0:
+                    second.wait(10)          # part 1 can only start on a pool thread
+                else:
+                    second.set()
+                seen.append(threading.current_thread().name)
+            run_parallel(part, 2, 'test-fork')
+            ok = len(seen) == 2 and any(s.startswith('ffnumba-test-fork') for s in seen)
+            os.write(w, b'ok' if ok else b'no')
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        got = os.read(r, 2)
+    finally:
+        os.waitpid(pid, 0)
+    assert got == b'ok'
