@@ -70,8 +70,11 @@ def test_nested_call_on_the_same_pool_runs_serially_instead_of_deadlocking():
 
 def test_pool_grows_never_shrinks():
     a = get_pool('test-grow', 3)
-    assert get_pool('test-grow', 2) is a
-    assert get_pool('test-grow', 5) is not a
+    assert a.size == 3
+    assert get_pool('test-grow', 2) is a and a.size == 3
+    assert get_pool('test-grow', 5) is a and a.size == 5
+    names = {t.name for t in threading.enumerate() if t.name.startswith('ffnumba-test-grow')}
+    assert len(names) == 5
 
 
 def test_pool_used_after_a_split_only():
@@ -232,3 +235,34 @@ def test_concat_splits_over_two_threads(two_threads, monkeypatch):
     np.testing.assert_array_equal(grads[1], np.ones_like(xs[1]))
     np.testing.assert_array_equal(grads[2], head[:, 8:] + 1)
     assert calls == [2, 2]
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs os.fork')
+def test_forked_child_starts_its_own_pool_threads():
+    """The parent's pool threads do not exist in a forked child: a split there starts
+    new ones, and a pool thread runs part 1 while part 0 waits for it (with the
+    parent's dead workers part 1 would wait for the caller, after part 0 timed out)."""
+    run_parallel(lambda i: None, 2, 'test-fork')          # the parent's workers exist
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                          # child
+        try:
+            seen, second = [], threading.Event()
+
+            def part(i):
+                if i == 0:
+                    second.wait(10)          # part 1 can only start on a pool thread
+                else:
+                    second.set()
+                seen.append(threading.current_thread().name)
+            run_parallel(part, 2, 'test-fork')
+            ok = len(seen) == 2 and any(s.startswith('ffnumba-test-fork') for s in seen)
+            os.write(w, b'ok' if ok else b'no')
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        got = os.read(r, 2)
+    finally:
+        os.waitpid(pid, 0)
+    assert got == b'ok'
