@@ -16,7 +16,9 @@ dominates. Two direct kernels replace it for 1-D and 2-D data:
   accumulates tap by tap into a second scratch plane, copied back without its border.
 * **channels-last** (small outputs, ``M == 1``: MobileNet's 4x4 and 2x2 planes, where a
   row is too short to vectorise): each sample is transposed to ``(H*W, C)`` and every
-  output position and tap is one vector operation over the channels.
+  output position and tap is one vector operation over the channels. The forwards of
+  3x3 stride-1 "same" layers on planes of 16 to 64 positions run
+  :mod:`._depthwise_flat` instead (no transposes).
 
 Both run on a range of samples with their own scratch, so ``_conv_par.run_split``
 splits the batch over threads; each thread writes its own weight-gradient partial
@@ -35,7 +37,8 @@ from numba import njit
 
 from ..templates import JIT
 from . import _conv_par as cp
-from ._conv_epilogue import apply_all, apply_block, apply_channels, expand
+from . import _depthwise_flat as dfl
+from ._conv_epilogue import apply_all, apply_channels, expand
 from ._im2col import _transpose, _valid, buffer
 
 __all__ = ['is_depthwise', 'cpu_depthwise', 'forward', 'backward']
@@ -45,9 +48,6 @@ U = np.uint64
 
 #: Largest output plane (positions) run by the channels-last kernels.
 CL_MAX_POSITIONS = 64
-#: Planes (positions) of the stride-1 3x3 layers run by :func:`_flat_fwd`: smaller ones
-#: run scalar loops, larger ones the phase-major planes faster (measured, one thread).
-FLAT_MIN_POSITIONS, FLAT_MAX_POSITIONS = 16, 64
 #: Output elements of the samples a fused forward computes before their epilogue (in cache).
 EP_BLOCK = 1 << 17
 
@@ -355,77 +355,6 @@ def _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, xt, yt, nlo, nhi, ep, ep_mode):
 
 
 @njit(**JIT)
-def _flat_masks(g, H, W):
-    """``(mask, offs)`` of :func:`_flat_fwd`: ``mask[k*P + p]`` is 1 where tap ``k`` of
-    output position ``p`` falls inside the plane (``P = H*W``), ``offs[k]`` the tap's
-    input offset from its output position."""
-    KH, KW, PH, PW, DH, DW = g[1], g[2], g[7], g[8], g[10], g[11]
-    P = H * W
-    mask = np.empty(KH * KW * P, np.uint8)
-    offs = np.empty(KH * KW, np.int64)
-    for kh in range(KH):
-        for kw in range(KW):
-            k = kh * KW + kw
-            dh, dw = kh * DH - PH, kw * DW - PW
-            offs[k] = dh * W + dw
-            for h in range(H):
-                for x in range(W):
-                    ok = 0 <= h + dh < H and 0 <= x + dw < W
-                    mask[k * P + h * W + x] = 1 if ok else 0
-    return mask, offs
-
-
-@njit(**JIT)
-def _flat_fwd(xf, dims, w2, bias, has_bias, mask, offs, yf, xs, nlo, nhi, ep, rep, ep_mode):
-    """Forward of a 3x3 stride-1 layer whose output plane is its input plane's size,
-    samples ``nlo..nhi``, on the flat NCHW data (no transposes, no padded planes):
-    output ``p`` of channel ``c`` is ``bias + sum_k w[c, k] * x[c*P + p + offs[k]]`` over
-    the taps inside the plane (``mask``; the others add ``w * 0``), one loop over the
-    plane per channel. ``xs`` holds the sample with zero margins, so every read is in
-    bounds. A fused convolution's epilogue runs on the sample's output while it is in
-    cache (``ep=None``: compiled without it)."""
-    C, H, W = dims[1], dims[3], dims[4]
-    P = H * W
-    L = C * P
-    up = U(P)
-    mg = (xs.size - L) // 2
-    xs[:mg] = 0
-    xs[mg + L:] = 0
-    z = yf.dtype.type(0)
-    a0, a1, a2 = U(mg + offs[0]), U(mg + offs[1]), U(mg + offs[2])
-    a3, a4, a5 = U(mg + offs[3]), U(mg + offs[4]), U(mg + offs[5])
-    a6, a7, a8 = U(mg + offs[6]), U(mg + offs[7]), U(mg + offs[8])
-    for n in range(nlo, nhi):
-        src = U(n * L)
-        for i in range(U(L)):
-            xs[U(mg) + i] = xf[src + i]
-        for c in range(C):
-            w0, w1, w2_, w3, w4 = w2[c, 0], w2[c, 1], w2[c, 2], w2[c, 3], w2[c, 4]
-            w5, w6, w7, w8 = w2[c, 5], w2[c, 6], w2[c, 7], w2[c, 8]
-            b = bias[c] if has_bias else z
-            cb = U(c * P)
-            yb = src + cb
-            for p in range(up):       # loads first, then selects: no branch, so it vectorises
-                t = cb + p
-                x0, x1, x2 = xs[a0 + t], xs[a1 + t], xs[a2 + t]
-                x3, x4, x5 = xs[a3 + t], xs[a4 + t], xs[a5 + t]
-                x6, x7, x8 = xs[a6 + t], xs[a7 + t], xs[a8 + t]
-                v = b
-                v = v + w0 * (x0 if mask[p] else z)
-                v = v + w1 * (x1 if mask[up + p] else z)
-                v = v + w2_ * (x2 if mask[2 * up + p] else z)
-                v = v + w3 * (x3 if mask[3 * up + p] else z)
-                v = v + w4 * (x4 if mask[4 * up + p] else z)
-                v = v + w5 * (x5 if mask[5 * up + p] else z)
-                v = v + w6 * (x6 if mask[6 * up + p] else z)
-                v = v + w7 * (x7 if mask[7 * up + p] else z)
-                v = v + w8 * (x8 if mask[8 * up + p] else z)
-                yf[yb + p] = v
-        if ep is not None:          # numba prunes this for a plain convolution
-            apply_block(yf, n * L, C, P, 0, ep, rep, ep_mode)
-
-
-@njit(**JIT)
 def _cl_bwd(xf, dims, wt, dyf, dxf, dwp, mode_dx, want_dw, g, xt, dyt, dxt, dwt, nlo, nhi):
     """Backward of samples ``nlo..nhi`` on ``(positions, C)`` copies; ``dwp`` is ``(C, K)``."""
     C, H, W = dims[1], dims[3], dims[4]
@@ -562,7 +491,7 @@ def _scratch(state, dt, kind, dims, g, nt, backward):
             size = max(size, (g[13] + 2 * (g[1] - 1) * g[10]) * (g[14] + 2 * (g[2] - 1) * g[11]))
         sizes = (size, size) if backward else (size,)
     elif kind == 'flat':      # the sample with zero margins
-        sizes = (C * H * W + 2 * _flat_margin(g, W),)
+        sizes = (C * H * W + 2 * dfl.margin(g, W),)
     elif kind == 'cl':        # x, y (dy) transposed; backward: dx transposed, dw (K, C)
         sizes = (H * W * C, g[13] * g[14] * C) + ((H * W * C, g[1] * g[2] * C) if backward
                                                   else ())
@@ -573,20 +502,6 @@ def _scratch(state, dt, kind, dims, g, nt, backward):
     ends = np.cumsum((0,) + sizes)
     return [tuple(buf[t * one + ends[i]:t * one + ends[i + 1]] for i in range(len(sizes)))
             for t in range(nt)]
-
-
-def _flat_margin(g, W):
-    """Zeros :func:`_flat_fwd` keeps on each side of a sample: its largest tap offset."""
-    return max(g[7] * W + g[8], ((g[1] - 1) * g[10] - g[7]) * W + (g[2] - 1) * g[11] - g[8])
-
-
-def _flat(dims, g, F):
-    """Whether :func:`_flat_fwd` runs the forward: 2-D, 3x3, stride 1, ``M == 1``, an
-    output plane of the input's size, of :data:`FLAT_MIN_POSITIONS` to
-    :data:`FLAT_MAX_POSITIONS` positions."""
-    return (dims[2] == 1 and g[0] == 1 and g[1] == 3 and g[2] == 3 and g[4] == 1 and g[5] == 1
-            and F == dims[1] and g[13] == dims[3] and g[14] == dims[4]
-            and FLAT_MIN_POSITIONS <= g[13] * g[14] <= FLAT_MAX_POSITIONS)
 
 
 def _ranges(N, nt):
@@ -604,7 +519,7 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
     from ._im2col import as5d
     dims = as5d(x.shape)
     F = w.shape[0]
-    kind = 'flat' if _flat(dims, g, F) else _kind(dims, g, F)
+    kind = 'flat' if dfl.runs(dims, g, F) else _kind(dims, g, F)
     nt = cp.split_threads(dims[0])
     scratch = _scratch(state, x.dtype, kind, dims, g, nt, False)
     xf, yf, w2 = x.reshape(-1), y.reshape(-1), w.reshape(F, -1)
@@ -615,7 +530,7 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
     step = max(1, EP_BLOCK // max(1, y3.shape[1] * y3.shape[2])) if blocks else dims[0]
     rep = expand(ep, F, y3.shape[2]) if blocks or (ep_mode and kind == 'flat') else None
     if kind == 'flat':
-        mask, offs = _flat_masks(g, dims[3], dims[4])
+        offs, mask = dfl.shifts(dims, g)
 
     def part(t):
         for lo in range(ranges[t][0], ranges[t][1], step):
@@ -626,8 +541,8 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
                 _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, scratch[t][0], scratch[t][1], lo,
                         hi, ep if ep_mode else None, ep_mode)
             elif kind == 'flat':
-                _flat_fwd(xf, dims, w2, bias, has_bias, mask, offs, yf, scratch[t][0], lo, hi,
-                          ep if ep_mode else None, rep, ep_mode)
+                dfl.flat_fwd(xf, dims, w2, bias, has_bias, mask, offs, yf, scratch[t][0], lo, hi,
+                             ep if ep_mode else None, rep, ep_mode)
             else:
                 dw_forward3d(xf, dims, w2, yf, bias, has_bias, g, lo, hi)
             if blocks:          # (channels-last: applied inside)

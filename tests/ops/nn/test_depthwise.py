@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ffnumba.ops.nn import _depthwise as dwc
+from ffnumba.ops.nn import _depthwise_flat as dfl
 from ffnumba.ops.registry import OpContext, get_op
 
 from conv_reference import conv_backward, conv_forward
@@ -109,7 +110,7 @@ def test_depthwise_matches_grouped_im2col(threads, cl_max, case, seed):
     ((3, 8, 9, 9), dict(kernel=(5, 5), pad=(2, 2), stride=(2, 2))),
     # channels-last with tiled transposes: 40 channels (32 + 8), 225 input positions
     ((2, 40, 15, 15), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
-    # flat stride-1 kernel (_flat_fwd): 8x8, 4x4 and a non-square 4x6 plane
+    # flat stride-1 kernel (_depthwise_flat): 8x8, 4x4 and a non-square 4x6 plane
     ((3, 24, 8, 8), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
     ((2, 5, 4, 6), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
 ])
@@ -180,7 +181,7 @@ def test_non_finite_data_as_im2col(dshape, value):
 @pytest.mark.parametrize('dshape, dilate, pad', [((3, 24, 8, 8), 1, 1), ((2, 5, 4, 6), 1, 1),
                                                  ((2, 7, 6, 6), 2, 2), ((2, 3, 5, 5), 1, 1)])
 def test_flat_kernel_runs_and_matches_numpy(dshape, dilate, pad):
-    """The flat stride-1 3x3 forward (``_flat_fwd``) really runs on planes of 16..64
+    """The flat stride-1 3x3 forward (``_depthwise_flat.flat_fwd``) really runs on planes of 16..64
     positions (also dilated 'same' ones) and matches the numpy reference, with a NaN in
     the data reaching only the outputs whose window holds it (as im2col)."""
     c = dshape[1]
@@ -192,16 +193,16 @@ def test_flat_kernel_runs_and_matches_numpy(dshape, dilate, pad):
     w = rng.uniform(-1, 1, (c, 1, 3, 3))
     b = rng.uniform(-1, 1, c)
     calls = []
-    real = dwc._flat_fwd
+    real = dfl.flat_fwd
 
     def spy(*a):
         calls.append(1)
         return real(*a)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(dwc, '_flat_fwd', spy)
+        m.setattr(dfl, 'flat_fwd', spy)
         y, _ = _conv(p, [x, w, b], np.zeros(dshape), ['null'] * 3,
                      [np.zeros_like(v) for v in (x, w, b)])
-    assert bool(calls) == (dshape[2] * dshape[3] >= dwc.FLAT_MIN_POSITIONS)
+    assert bool(calls) == (dshape[2] * dshape[3] >= dfl.FLAT_MIN_POSITIONS)
     ref = conv_forward(x, w, b, (3, 3), (1, 1), (pad, pad), (dilate, dilate), c)
     np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
     assert np.array_equal(np.isnan(y), np.isnan(ref))
