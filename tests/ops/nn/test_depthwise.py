@@ -110,6 +110,9 @@ def test_depthwise_matches_grouped_im2col(threads, cl_max, case, seed):
     ((3, 8, 9, 9), dict(kernel=(5, 5), pad=(2, 2), stride=(2, 2))),
     # channels-last with tiled transposes: 40 channels (32 + 8), 225 input positions
     ((2, 40, 15, 15), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
+    # phase-major planes at stride 2 on even widths (columns split in one pass), pads 1, 2
+    ((2, 8, 18, 20), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
+    ((2, 6, 20, 22), dict(kernel=(5, 5), pad=(2, 2), stride=(2, 2))),
     # flat stride-1 kernel (_depthwise_flat): 8x8, 4x4 and a non-square 4x6 plane
     ((3, 24, 8, 8), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
     ((2, 5, 4, 6), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
