@@ -38,7 +38,7 @@ from numba import njit
 from ..templates import JIT
 from . import _conv_par as cp
 from . import _depthwise_flat as dfl
-from ._conv_epilogue import apply_all, apply_channels, expand
+from ._conv_epilogue import apply_all, apply_channels, apply_row, expand
 from ._depthwise3d import dw_backward3d, dw_forward3d
 from ._im2col import _transpose, buffer
 
@@ -141,9 +141,11 @@ def _unfill_plane(xp, xf, base, H, W, PH, PW, SW, L, Wp, add):
 
 
 @njit(**JIT)
-def _planes_fwd(xf, dims, w, yf, bias, has_bias, g, xp, eo, nlo, nhi):
+def _planes_fwd(xf, dims, w, yf, bias, has_bias, g, xp, eo, nlo, nhi, ep, ep_mode):
     """Forward of samples ``nlo..nhi`` with the phase-major scratch plane ``xp`` (``eo``:
-    :func:`_fill_plane`'s)."""
+    :func:`_fill_plane`'s). A fused convolution's epilogue ``ep_mode``
+    (:mod:`._conv_epilogue`) runs on each output plane right after it is computed, in
+    cache (``ep=None``: a plain convolution, compiled without it)."""
     C, H, W = dims[1], dims[3], dims[4]
     KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = (g[1], g[2], g[4], g[5], g[7], g[8], g[10],
                                               g[11], g[13], g[14])
@@ -184,6 +186,8 @@ def _planes_fwd(xf, dims, w, yf, bias, has_bias, g, xp, eo, nlo, nhi):
                                            + w4 * xp[a4 + ow] + w5 * xp[a5 + ow]
                                            + w6 * xp[a6 + ow] + w7 * xp[a7 + ow]
                                            + w8 * xp[a8 + ow])
+                    if ep is not None:
+                        apply_row(yf, ybase, P, ep, f, ep_mode)
                     continue
                 for oh in range(OH):
                     yr = U(ybase + oh * OW)
@@ -196,6 +200,8 @@ def _planes_fwd(xf, dims, w, yf, bias, has_bias, g, xp, eo, nlo, nhi):
                             wv = w[f, kh * KW + kw]
                             for ow in range(U(OW)):
                                 yf[yr + ow] += wv * xp[src + ow]
+                if ep is not None:
+                    apply_row(yf, ybase, P, ep, f, ep_mode)
 
 
 @njit(**JIT)
@@ -488,7 +494,7 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
     wt = np.ascontiguousarray(w2.T) if kind == 'cl' else w2
     ranges = _ranges(dims[0], nt)
     y3 = y.reshape(dims[0], F, -1)
-    blocks = ep_mode and kind not in ('cl', 'flat')   # the epilogue after blocks of samples
+    blocks = ep_mode and kind == '3d'   # the epilogue after blocks of samples (others: inside)
     step = max(1, EP_BLOCK // max(1, y3.shape[1] * y3.shape[2])) if blocks else dims[0]
     rep = expand(ep, F, y3.shape[2]) if blocks or (ep_mode and kind == 'flat') else None
     if kind == 'flat':
@@ -499,7 +505,7 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
             hi = min(ranges[t][1], lo + step)
             if kind == 'planes':
                 _planes_fwd(xf, dims, w2, yf, bias, has_bias, g, scratch[t][0], scratch[t][1],
-                            lo, hi)
+                            lo, hi, ep if ep_mode else None, ep_mode)
             elif kind == 'cl':
                 _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, scratch[t][0], scratch[t][1], lo,
                         hi, ep if ep_mode else None, ep_mode)
