@@ -96,15 +96,17 @@ def _fill(exe, seed=0):
 
 
 def _bind(monkeypatch, net, shape, fuse=True, dtype='float32', grad_req='null'):
-    monkeypatch.setenv('FFNUMBA_FUSE', '1' if fuse else '0')
+    """``fuse``: True binds ``FFNUMBA_FUSE=exact`` (bit-identical epilogues), False ``0``,
+    a string that value (``'1'``: the default, float32 BatchNorm folded)."""
+    monkeypatch.setenv('FFNUMBA_FUSE', {True: 'exact', False: '0'}.get(fuse, fuse))
     exe = net.simple_bind(ff.cpu(), grad_req=grad_req, data=shape, type_dict={'data': dtype})
     monkeypatch.delenv('FFNUMBA_FUSE')
     _fill(exe)
     return exe
 
 
-def _pair(monkeypatch, net, shape, dtype='float32'):
-    return (_bind(monkeypatch, net, shape, True, dtype),
+def _pair(monkeypatch, net, shape, dtype='float32', fuse=True):
+    return (_bind(monkeypatch, net, shape, fuse, dtype),
             _bind(monkeypatch, net, shape, False, dtype))
 
 
@@ -184,7 +186,7 @@ def test_module_predict_and_feedforward_fuse(monkeypatch, calls):
     rng = np.random.default_rng(2)
     X = rng.standard_normal((6, 3, 8, 8)).astype('f4')
     outs, counts, params = [], [], None
-    for fuse in ('1', '0'):
+    for fuse in ('exact', '0'):
         monkeypatch.setenv('FFNUMBA_FUSE', fuse)
         mod = ff.mod.Module(net, context=ff.cpu())
         mod.bind([('data', (3, 3, 8, 8))], for_training=False)
@@ -305,6 +307,7 @@ def test_fuse_switch_off(monkeypatch, calls):
 def test_reshape_keeps_fusion_and_results(monkeypatch):
     net = inception_like()
     fused, plain = _pair(monkeypatch, net, (4, 3, 10, 10))
+    monkeypatch.setenv('FFNUMBA_FUSE', 'exact')     # read again at the reshape's bind
     f2, p2 = fused.reshape(data=(2, 3, 10, 10)), plain.reshape(data=(2, 3, 10, 10))
     assert f2.fused_nodes == fused.fused_nodes and p2.fused_nodes == []
     data = np.random.default_rng(4).standard_normal((2, 3, 10, 10))
@@ -361,3 +364,64 @@ def test_gpu_executor_runs_unfused_and_matches_cpu(monkeypatch, calls):
     np.testing.assert_allclose(gpu.forward(is_train=False)[0].asnumpy(),
                                cpu.forward(is_train=False)[0].asnumpy(), rtol=1e-5, atol=1e-5)
     assert len(calls) == 2
+
+
+@pytest.fixture
+def ep_dtypes(monkeypatch):
+    """The epilogue dtypes of the fused convolution calls of executors bound after it."""
+    seen = []
+    real = conv_mod.fused_forward_cpu
+
+    def spy(ctx, p, inputs, y, ep, mode):
+        seen.append((mode & 1, ep.dtype))
+        return real(ctx, p, inputs, y, ep, mode)
+    monkeypatch.setattr(conv_mod, 'fused_forward_cpu', spy)
+    return seen
+
+
+@pytest.mark.parametrize('make,shape', [
+    (resnet_like, (4, 3, 12, 12)), (inception_like, (3, 5, 10, 10)),
+    (mobilenet_like, (2, 3, 16, 16)), (activations_like, (2, 3, 9, 9))])
+def test_default_float32_folds_batchnorm_within_rounding(monkeypatch, ep_dtypes, make, shape):
+    """``FFNUMBA_FUSE`` unset (or ``1``): float32 BatchNorm chains run their map in
+    float32 (a float32 epilogue array), within float32 rounding of the unfused
+    operators; relu/clip-only chains keep the float64 array and stay bit-identical."""
+    fused, plain = _pair(monkeypatch, make(), shape, fuse='1')
+    y = fused.forward(is_train=False)[0].asnumpy()
+    ref = plain.forward(is_train=False)[0].asnumpy()
+    assert ep_dtypes and {dt for bn, dt in ep_dtypes if bn} == {np.dtype('float32')}
+    assert {dt for bn, dt in ep_dtypes if not bn} <= {np.dtype('float64')}
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    # FFNUMBA_FUSE=exact keeps the float64 map: bit-identical
+    exact = _bind(monkeypatch, make(), shape, True).forward(is_train=False)[0].asnumpy()
+    np.testing.assert_array_equal(exact, ref)
+
+
+def test_folded_batchnorm_follows_new_statistics(monkeypatch, ep_dtypes):
+    """The folded float32 map is recomputed from the BatchNorm's current parameters and
+    moving statistics at every forward (``set_params`` after bind is seen)."""
+    fused, plain = _pair(monkeypatch, mobilenet_like(), (2, 3, 16, 16), fuse='1')
+    for exe in (fused, plain):
+        exe.aux_dict['dw0_bn_moving_var'][:] = 4.0
+        exe.arg_dict['pw0_bn_beta'][:] = 0.5
+    y = fused.forward(is_train=False)[0].asnumpy()
+    ref = plain.forward(is_train=False)[0].asnumpy()
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_default_float64_stays_bitwise(monkeypatch, ep_dtypes):
+    fused, plain = _pair(monkeypatch, mobilenet_like(), (2, 3, 16, 16), 'float64', fuse='1')
+    np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(),
+                                  plain.forward(is_train=False)[0].asnumpy())
+    assert {dt for _, dt in ep_dtypes} == {np.dtype('float64')}
+
+
+@pytest.mark.parametrize('name', ['mobilenet_v2', 'inception_bn', 'resnet50_v1_32'])
+def test_zoo_default_fold_within_rounding(monkeypatch, name):
+    """Deep float32 nets with the default folded BatchNorm stay within float32 rounding
+    of the unfused forward (the relative error does not grow with depth)."""
+    build, shape = _zoo()[name]
+    fused, plain = _pair(monkeypatch, build(S), (2,) + shape, fuse='1')
+    ys, refs = fused.forward(is_train=False), plain.forward(is_train=False)
+    for y, ref in zip(ys, refs):
+        np.testing.assert_allclose(y.asnumpy(), ref.asnumpy(), rtol=1e-4, atol=1e-6)

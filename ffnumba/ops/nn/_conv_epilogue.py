@@ -7,8 +7,8 @@ drivers (im2col, Winograd, depthwise) call :func:`apply_row` on each output
 row right after writing it, while it is still in cache, so the intermediate
 outputs are never written to memory.
 
-The arithmetic is the unfused kernels', operation for operation, so fused and
-unfused outputs are bit-identical:
+With a float64 ``ep`` the arithmetic is the unfused kernels', operation for
+operation, so fused and unfused outputs are bit-identical:
 
 * affine (mode bit 1), BatchNorm's inference map (``batch_norm._fwd_block``):
   ``y = x * scale[c] + shift[c]`` with float64 ``scale = gamma / sqrt(var + eps)``,
@@ -22,7 +22,9 @@ unfused outputs are bit-identical:
 ``ep`` (:func:`make`) is a float64 ``(3, max(F, 2))`` array: the ``scale`` and
 ``shift`` rows, then ``a_min, a_max`` in the first two columns of the third
 row. Mode 0 does nothing. A chain has one activation: relu and clip never
-come together.
+come together. A float32 ``ep`` (an executor's BatchNorm folded for float32
+data, :mod:`ffnumba._executor_fuse`) runs the affine map in float32: within
+float32 rounding of the unfused BatchNorm, not bit-identical.
 """
 import numpy as np
 from numba import njit
@@ -116,8 +118,8 @@ def expand(ep, F, P):
     """The ``rep`` of :func:`apply_block`: ``(2, F*P)`` per-element ``scale`` and ``shift``
     when rows of ``P`` are shorter than :data:`SHORT_ROW`, else a dummy."""
     if P >= SHORT_ROW:
-        return np.zeros((2, 1))
-    rep = np.empty((2, F * P))
+        return np.zeros((2, 1), ep.dtype)
+    rep = np.empty((2, F * P), ep.dtype)
     for f in range(F):
         for i in range(P):
             rep[0, f * P + i] = ep[0, f]
