@@ -17,8 +17,8 @@ dominates. Two direct kernels replace it for 1-D and 2-D data:
 * **channels-last** (small outputs, ``M == 1``: MobileNet's 4x4 and 2x2 planes, where a
   row is too short to vectorise): each sample is transposed to ``(H*W, C)`` and every
   output position and tap is one vector operation over the channels. The forwards of
-  3x3 stride-1 "same" layers on planes of 16 to 64 positions run
-  :mod:`._depthwise_flat` instead (no transposes).
+  3x3 layers with outputs of 16 to 64 positions (stride 1 "same", or stride 2 pad 1 on
+  even planes) run :mod:`._depthwise_flat` instead (no transposes).
 
 Both run on a range of samples with their own scratch, so ``_conv_par.run_split``
 splits the batch over threads; each thread writes its own weight-gradient partial
@@ -459,7 +459,7 @@ def _scratch(state, dt, kind, dims, g, nt, backward):
             size = max(size, (g[13] + 2 * (g[1] - 1) * g[10]) * (g[14] + 2 * (g[2] - 1) * g[11]))
         sizes = (size, size, H * W) if backward else (size, H * W)
     elif kind == 'flat':      # the sample with zero margins
-        sizes = (C * H * W + 2 * dfl.margin(g, W),)
+        sizes = (dfl.scratch_size(dims, g),)
     elif kind == 'cl':        # x, y (dy) transposed; backward: dx transposed, dw (K, C)
         sizes = (H * W * C, g[13] * g[14] * C) + ((H * W * C, g[1] * g[2] * C) if backward
                                                   else ())

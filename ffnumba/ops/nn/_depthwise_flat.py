@@ -1,17 +1,20 @@
-"""Depthwise 3x3 stride-1 forward of small planes on the flat NCHW data (no transposes).
+"""Depthwise 3x3 forward of small planes on the flat NCHW data (no transposes).
 
-A depthwise layer (``num_group == C == num_filter``) whose output plane is its input
-plane (3x3, stride 1, "same" padding, any dilation), on planes of
-:data:`FLAT_MIN_POSITIONS` to :data:`FLAT_MAX_POSITIONS` positions (MobileNet's 8x8 and
-4x4 layers): output ``p`` of channel ``c`` reads its input plane shifted by one flat
-offset per tap (``_im2col_flat._shifts``), with a select against the tap's mask where
-the window reaches the padding (``w * 0`` is added there, as the phase-major planes of
-:mod:`._depthwise` add the zero border; a NaN or inf in the data reaches the outputs
-im2col gives). One vectorised loop per channel over its plane replaces the
-channels-last kernel's two transposes per sample (1 thread, batch 32, fused BN + relu:
-256 channels of 8x8 0.54 vs 0.95 ms, 512 of 4x4 0.36 vs 0.44 ms). Smaller planes run
-scalar (2x2: the channels-last kernel is faster), larger ones measured no faster than
-the phase-major planes.
+A depthwise layer (``num_group == C == num_filter``) with an output plane of
+:data:`FLAT_MIN_POSITIONS` to :data:`FLAT_MAX_POSITIONS` positions (MobileNet's 8x8
+and 4x4 layers), either stride 1 with the output plane the input's ("same" padding,
+any dilation) or stride 2, pad 1 on an even plane: output ``p`` of channel ``c``
+reads, per tap, one run of a flat array shifted by a constant offset, with a select
+against the tap's mask where the window reaches the padding (``w * 0`` is added
+there, as the phase-major planes of :mod:`._depthwise` add the zero border; a NaN or
+inf in the data reaches the outputs im2col gives). At stride 1 the array is the
+sample itself (offsets ``_im2col_flat._shifts``); at stride 2 its four row/column
+phase planes, each the size of the output plane. One vectorised loop per channel
+over its plane replaces the channels-last kernel's two transposes per sample (1
+thread, batch 32, fused BN + relu, loaded: 256 channels of 8x8 0.49 vs 0.95 ms, 512 of
+4x4 0.33 vs 0.44 ms, 128 of 16x16 at stride 2 0.65 vs 0.93 ms). Smaller output planes
+run scalar (2x2: the channels-last kernel is faster), larger ones measured no faster
+than the phase-major planes.
 """
 import numpy as np
 from numba import njit
@@ -20,7 +23,8 @@ from ..templates import JIT
 from ._conv_epilogue import apply_block
 from ._im2col_flat import _shifts
 
-__all__ = ['FLAT_MIN_POSITIONS', 'FLAT_MAX_POSITIONS', 'runs', 'margin', 'shifts', 'flat_fwd']
+__all__ = ['FLAT_MIN_POSITIONS', 'FLAT_MAX_POSITIONS', 'runs', 'scratch_size', 'shifts',
+           'flat_fwd']
 
 U = np.uint64
 
@@ -29,57 +33,93 @@ U = np.uint64
 FLAT_MIN_POSITIONS, FLAT_MAX_POSITIONS = 16, 64
 
 
-def margin(g, W):
-    """Zeros :func:`flat_fwd` keeps on each side of a sample: its largest tap offset."""
+def runs(dims, g, F):
+    """Whether :func:`flat_fwd` runs the forward: 2-D, 3x3, ``M == 1``, an output plane of
+    :data:`FLAT_MIN_POSITIONS` to :data:`FLAT_MAX_POSITIONS` positions, and either stride 1
+    with the output plane the input's size, or stride 2, pad 1, dilate 1 on an even plane."""
+    if not (dims[2] == 1 and g[0] == 1 and g[1] == 3 and g[2] == 3 and F == dims[1]
+            and FLAT_MIN_POSITIONS <= g[13] * g[14] <= FLAT_MAX_POSITIONS):
+        return False
+    if g[4] == 1 and g[5] == 1:
+        return g[13] == dims[3] and g[14] == dims[4]
+    return (g[4] == 2 and g[5] == 2 and g[7] == 1 and g[8] == 1 and g[10] == 1 and g[11] == 1
+            and dims[3] % 2 == 0 and dims[4] % 2 == 0)
+
+
+def scratch_size(dims, g):
+    """Elements of :func:`flat_fwd`'s ``xs``."""
+    C, H, W = dims[1], dims[3], dims[4]
+    if g[4] == 1:
+        return C * H * W + 2 * _margin(g, W)
+    mg = g[14] + 1
+    return 4 * (C * g[13] * g[14] + mg) + mg
+
+
+def _margin(g, W):
     return max(g[7] * W + g[8], ((g[1] - 1) * g[10] - g[7]) * W + (g[2] - 1) * g[11] - g[8])
 
 
-def runs(dims, g, F):
-    """Whether :func:`flat_fwd` runs the forward: 2-D, 3x3, stride 1, ``M == 1``, an
-    output plane of the input's size, of :data:`FLAT_MIN_POSITIONS` to
-    :data:`FLAT_MAX_POSITIONS` positions."""
-    return (dims[2] == 1 and g[0] == 1 and g[1] == 3 and g[2] == 3 and g[4] == 1 and g[5] == 1
-            and F == dims[1] and g[13] == dims[3] and g[14] == dims[4]
-            and FLAT_MIN_POSITIONS <= g[13] * g[14] <= FLAT_MAX_POSITIONS)
-
-
 def shifts(dims, g):
-    """``(offs, mask)`` of :func:`flat_fwd`: per tap ``k``, its flat input offset and
-    ``mask[k * P + p]``, 1 where output ``p`` reads a real element (not padding)."""
-    offs, mask = _shifts(dims, g)
+    """``(offs, mask)`` of :func:`flat_fwd`: per tap ``k``, where its input run starts in
+    ``xs`` (``offs[9]``: where the sample's copy starts) and ``mask[k * P + p]``, 1 where
+    output ``p`` reads a real element (not padding)."""
+    if g[4] == 1:
+        rel, mask = _shifts(dims, g)
+        mg = _margin(g, dims[4])
+        return np.append(rel + mg, mg), mask.reshape(-1)
+    OH, OW = g[13], g[14]
+    P = OH * OW
+    L = dims[1] * P
+    mg = OW + 1
+    offs = np.empty(10, np.int64)
+    mask = np.ones((9, OH, OW), np.uint8)
+    for kh in range(3):
+        for kw in range(3):
+            rp, dr = (1, -1) if kh == 0 else (0, 0) if kh == 1 else (1, 0)
+            cp, dc = (1, -1) if kw == 0 else (0, 0) if kw == 1 else (1, 0)
+            k = kh * 3 + kw
+            offs[k] = mg + (2 * rp + cp) * (L + mg) + dr * OW + dc
+            if dr:
+                mask[k, 0, :] = 0
+            if dc:
+                mask[k, :, 0] = 0
+    offs[9] = mg
     return offs, mask.reshape(-1)
 
 
 @njit(**JIT)
 def flat_fwd(xf, dims, w2, bias, has_bias, mask, offs, yf, xs, nlo, nhi, ep, rep, ep_mode):
-    """Forward of a 3x3 stride-1 layer whose output plane is its input plane's size,
-    samples ``nlo..nhi``, on the flat NCHW data (no transposes, no padded planes):
-    output ``p`` of channel ``c`` is ``bias + sum_k w[c, k] * x[c*P + p + offs[k]]`` over
-    the taps inside the plane (``mask``; the others add ``w * 0``), one loop over the
-    plane per channel. ``xs`` holds the sample with zero margins, so every read is in
-    bounds. A fused convolution's epilogue runs on the sample's output while it is in
-    cache (``ep=None``: compiled without it)."""
+    """Forward of samples ``nlo..nhi`` on the flat NCHW data (no transposes, no padded
+    planes): output ``p`` of channel ``c`` is ``bias + sum_k w[c, k] * xs[offs[k] + c*P + p]``
+    over the taps inside the plane (``mask``; the others add ``w * 0``), one loop over the
+    plane per channel, where ``xs`` holds the sample: at stride 1 a copy with margins
+    (``offs``: :func:`shifts`), at stride 2 its four row/column phase planes
+    (:func:`phases`). Every read is in bounds. A fused convolution's epilogue runs on
+    the sample's output while it is in cache (``ep=None``: compiled without it)."""
     C, H, W = dims[1], dims[3], dims[4]
-    P = H * W
+    P = mask.size // 9
     L = C * P
+    Lx = C * H * W
     up = U(P)
-    mg = (xs.size - L) // 2
-    xs[:mg] = 0
-    xs[mg + L:] = 0
     z = yf.dtype.type(0)
-    a0, a1, a2 = U(mg + offs[0]), U(mg + offs[1]), U(mg + offs[2])
-    a3, a4, a5 = U(mg + offs[3]), U(mg + offs[4]), U(mg + offs[5])
-    a6, a7, a8 = U(mg + offs[6]), U(mg + offs[7]), U(mg + offs[8])
+    a0, a1, a2 = U(offs[0]), U(offs[1]), U(offs[2])
+    a3, a4, a5 = U(offs[3]), U(offs[4]), U(offs[5])
+    a6, a7, a8 = U(offs[6]), U(offs[7]), U(offs[8])
+    split = L != Lx           # stride 2: four phase planes of the output's size
+    mg = offs[9]
     for n in range(nlo, nhi):
-        src = U(n * L)
-        for i in range(U(L)):
-            xs[U(mg) + i] = xf[src + i]
+        src = U(n * Lx)
+        if split:
+            _split4(xf, src, C * (H // 2), W, xs, mg, L)
+        else:
+            for i in range(U(Lx)):
+                xs[U(mg) + i] = xf[src + i]
         for c in range(C):
             w0, w1, w2_, w3, w4 = w2[c, 0], w2[c, 1], w2[c, 2], w2[c, 3], w2[c, 4]
             w5, w6, w7, w8 = w2[c, 5], w2[c, 6], w2[c, 7], w2[c, 8]
             b = bias[c] if has_bias else z
             cb = U(c * P)
-            yb = src + cb
+            yb = U(n * L) + cb
             for p in range(up):       # loads first, then selects: no branch, so it vectorises
                 t = cb + p
                 x0, x1, x2 = xs[a0 + t], xs[a1 + t], xs[a2 + t]
@@ -98,3 +138,22 @@ def flat_fwd(xf, dims, w2, bias, has_bias, mask, offs, yf, xs, nlo, nhi, ep, rep
                 yf[yb + p] = v
         if ep is not None:          # numba prunes this for a plain convolution
             apply_block(yf, n * L, C, P, 0, ep, rep, ep_mode)
+
+
+@njit(**JIT)
+def _split4(xf, src, R, W, xs, mg, L):
+    """The four phase planes of a sample of ``R = C*H/2`` row pairs of width ``W`` (even):
+    phase ``(rp, cp)`` (row, column parity) at ``xs[mg + (2*rp + cp) * (L + mg):]``."""
+    OW = U(W // 2)
+    st = U(L + mg)
+    b00 = U(mg)
+    b01, b10, b11 = b00 + st, b00 + U(2) * st, b00 + U(3) * st
+    for j in range(U(R)):
+        s0 = src + U(2) * j * U(W)
+        s1 = s0 + U(W)
+        d = j * OW
+        for q in range(OW):
+            xs[b00 + d + q] = xf[s0 + U(2) * q]
+            xs[b01 + d + q] = xf[s0 + U(2) * q + U(1)]
+            xs[b10 + d + q] = xf[s1 + U(2) * q]
+            xs[b11 + d + q] = xf[s1 + U(2) * q + U(1)]

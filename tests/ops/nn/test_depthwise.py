@@ -181,14 +181,18 @@ def test_non_finite_data_as_im2col(dshape, value):
         np.testing.assert_allclose(a[ok], b[ok], rtol=1e-11, atol=1e-12)
 
 
-@pytest.mark.parametrize('dshape, dilate, pad', [((3, 24, 8, 8), 1, 1), ((2, 5, 4, 6), 1, 1),
-                                                 ((2, 7, 6, 6), 2, 2), ((2, 3, 5, 5), 1, 1)])
-def test_flat_kernel_runs_and_matches_numpy(dshape, dilate, pad):
-    """The flat stride-1 3x3 forward (``_depthwise_flat.flat_fwd``) really runs on planes of 16..64
-    positions (also dilated 'same' ones) and matches the numpy reference, with a NaN in
-    the data reaching only the outputs whose window holds it (as im2col)."""
+@pytest.mark.parametrize('dshape, dilate, pad, stride', [
+    ((3, 24, 8, 8), 1, 1, 1), ((2, 5, 4, 6), 1, 1, 1), ((2, 7, 6, 6), 2, 2, 1),
+    ((2, 3, 5, 5), 1, 1, 1),
+    # stride 2 on even planes: the four phase planes
+    ((3, 24, 16, 16), 1, 1, 2), ((2, 5, 8, 12), 1, 1, 2), ((2, 4, 6, 6), 1, 1, 2)])
+def test_flat_kernel_runs_and_matches_numpy(dshape, dilate, pad, stride):
+    """The flat 3x3 forward (``_depthwise_flat.flat_fwd``) really runs on output planes
+    of 16..64 positions (stride 1 'same', also dilated, and stride 2 pad 1 on even
+    planes) and matches the numpy reference, with a NaN in the data reaching only the
+    outputs whose window holds it (as im2col)."""
     c = dshape[1]
-    p = dict(kernel=(3, 3), pad=(pad, pad), stride=(1, 1), dilate=(dilate, dilate),
+    p = dict(kernel=(3, 3), pad=(pad, pad), stride=(stride, stride), dilate=(dilate, dilate),
              num_filter=c, num_group=c)
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, dshape)
@@ -203,9 +207,14 @@ def test_flat_kernel_runs_and_matches_numpy(dshape, dilate, pad):
         return real(*a)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(dfl, 'flat_fwd', spy)
-        y, _ = _conv(p, [x, w, b], np.zeros(dshape), ['null'] * 3,
+        y, _ = _conv(p, [x, w, b], np.zeros(ref_shape(dshape, stride)), ['null'] * 3,
                      [np.zeros_like(v) for v in (x, w, b)])
-    assert bool(calls) == (dshape[2] * dshape[3] >= dfl.FLAT_MIN_POSITIONS)
-    ref = conv_forward(x, w, b, (3, 3), (1, 1), (pad, pad), (dilate, dilate), c)
+    assert bool(calls) == (dshape[2] * dshape[3] >= dfl.FLAT_MIN_POSITIONS * stride ** 2)
+    ref = conv_forward(x, w, b, (3, 3), (stride, stride), (pad, pad), (dilate, dilate), c)
     np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
     assert np.array_equal(np.isnan(y), np.isnan(ref))
+
+
+def ref_shape(dshape, stride):
+    """The output shape of a 3x3 pad-1 (or 'same' dilated) layer of ``stride``."""
+    return dshape[:2] + tuple(-(-d // stride) for d in dshape[2:])
