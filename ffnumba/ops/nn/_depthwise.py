@@ -487,16 +487,18 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
     from ._im2col import as5d
     dims = as5d(x.shape)
     F = w.shape[0]
-    kind = 'flat' if dfl.runs(dims, g, F) else _kind(dims, g, F)
+    kind = 'flat' if dfl.runs(dims, g, F) else 'tiny' if dfl.tiny(dims, g, F) else \
+        _kind(dims, g, F)
     nt = cp.split_threads(dims[0])
     scratch = _scratch(state, x.dtype, kind, dims, g, nt, False)
     xf, yf, w2 = x.reshape(-1), y.reshape(-1), w.reshape(F, -1)
-    wt = np.ascontiguousarray(w2.T) if kind == 'cl' else w2
+    wt = np.ascontiguousarray(w2.T) if kind in ('cl', 'tiny') else w2
     ranges = _ranges(dims[0], nt)
     y3 = y.reshape(dims[0], F, -1)
     blocks = ep_mode and kind == '3d'   # the epilogue after blocks of samples (others: inside)
     step = max(1, EP_BLOCK // max(1, y3.shape[1] * y3.shape[2])) if blocks else dims[0]
-    rep = expand(ep, F, y3.shape[2]) if blocks or (ep_mode and kind == 'flat') else None
+    rep = expand(ep, F, y3.shape[2]) if blocks or (ep_mode and kind in ('flat', 'tiny')) \
+        else None
     if kind == 'flat':
         offs, mask = dfl.shifts(dims, g)
 
@@ -509,6 +511,9 @@ def forward(state, x, w, y, bias, has_bias, g, ep=None, ep_mode=0):
             elif kind == 'cl':
                 _cl_fwd(xf, dims, wt, yf, bias, has_bias, g, scratch[t][0], scratch[t][1], lo,
                         hi, ep if ep_mode else None, ep_mode)
+            elif kind == 'tiny':
+                dfl.tiny_fwd(xf, wt.reshape(-1), bias, has_bias, yf, F, g[4] == 2, lo, hi,
+                             ep if ep_mode else None, rep, ep_mode)
             elif kind == 'flat':
                 dfl.flat_fwd(xf, dims, w2, bias, has_bias, mask, offs, yf, scratch[t][0], lo, hi,
                              ep if ep_mode else None, rep, ep_mode)

@@ -218,3 +218,31 @@ def test_flat_kernel_runs_and_matches_numpy(dshape, dilate, pad, stride):
 def ref_shape(dshape, stride):
     """The output shape of a 3x3 pad-1 (or 'same' dilated) layer of ``stride``."""
     return dshape[:2] + tuple(-(-d // stride) for d in dshape[2:])
+
+
+@pytest.mark.parametrize('dshape, stride', [((3, 37, 2, 2), 1), ((2, 19, 4, 4), 2)])
+@pytest.mark.parametrize('bias', [True, False])
+def test_tiny_kernel_runs_and_matches_numpy(dshape, stride, bias):
+    """2x2 outputs of 2x2 (stride 1) and 4x4 (stride 2) planes run
+    ``_depthwise_flat.tiny_fwd`` and match the numpy reference."""
+    c = dshape[1]
+    p = dict(kernel=(3, 3), pad=(1, 1), stride=(stride, stride), num_filter=c, num_group=c,
+             no_bias=not bias)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, dshape)
+    w = rng.uniform(-1, 1, (c, 1, 3, 3))
+    b = rng.uniform(-1, 1, c)
+    vals = [x, w, b] if bias else [x, w]
+    calls = []
+    real = dfl.tiny_fwd
+
+    def spy(*a):
+        calls.append(1)
+        return real(*a)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(dfl, 'tiny_fwd', spy)
+        y, _ = _conv(p, vals, np.zeros(dshape[:2] + (2, 2)), ['null'] * len(vals),
+                     [np.zeros_like(v) for v in vals])
+    assert calls
+    ref = conv_forward(x, w, b if bias else None, (3, 3), (stride, stride), (1, 1), (), c)
+    np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
