@@ -30,7 +30,9 @@ BatchNorm (relu or clip only) stay bit-identical. Likewise every
 ``FullyConnected -> Activation('relu') | relu`` pair (the MLP layers, the
 classifier heads of VGG and AlexNet) runs as one call of
 :func:`ffnumba.ops.nn.fully_connected.fused_relu_forward_cpu`, the relu applied
-to the product's rows in cache.
+to the product's rows in cache, and every ``elemwise_add -> relu`` pair
+(ResNet's residual sums) as one pass of
+:func:`ffnumba.ops.nn._conv_epilogue.add_relu_forward` (bit-identical).
 
 A chain never fuses across a value someone can observe: a graph output (also
 the outputs of a ``get_internals()`` group), a value with more than one
@@ -57,6 +59,7 @@ from .ndarray._device import host_compute
 from .ops.nn import batch_norm as _bn
 from .ops.nn import convolution as _conv
 from .ops.nn import fully_connected as _fc
+from .ops.nn import _conv_epilogue as _ep
 from .ops.nn._conv_epilogue import AFFINE, CLIP, RELU, make
 
 __all__ = ['FUSE_ENV', 'fusion_enabled', 'exact_epilogue', 'find_chains', 'lives_until',
@@ -98,8 +101,8 @@ def find_chains(view, shapes, types, ctx):
     """The fusable chains of a graph: a list of ``(conv, bn, act)`` node ids.
 
     ``bn`` or ``act`` is None where the chain lacks it; every chain has at
-    least two nodes. ``conv`` may be a FullyConnected node (then ``bn`` is None
-    and ``act`` a relu). Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
+    least two nodes. ``conv`` may be a FullyConnected or an ``elemwise_add`` node
+    (then ``bn`` is None and ``act`` a relu). Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
 
     Parameters
     ----------
@@ -128,12 +131,13 @@ def find_chains(view, shapes, types, ctx):
 
     chains = []
     for nid, node in enumerate(view.nodes):
-        if node.op is None or node.op.name not in ('Convolution', 'FullyConnected'):
+        if node.op is None or node.op.name not in ('Convolution', 'FullyConnected',
+                                                   'elemwise_add'):
             continue
         e = view.entry_ptr[nid]
         if np.dtype(types[e]) not in _FLOATS:
             continue
-        if node.op.name == 'FullyConnected':
+        if node.op.name in ('FullyConnected', 'elemwise_add'):
             nxt = sole_consumer(nid)
             act = _activation(view.nodes[nxt]) if nxt is not None else None
             if act is not None and act[0] == RELU:
@@ -171,6 +175,12 @@ def _fused_call(conv, bn, act, kind='Convolution'):
         def fwd_fc(ctx, p, ins, outs, aux):
             fc(ctx, p, ins, outs[0])
         return fwd_fc
+    if kind == 'elemwise_add':
+        add_relu = _ep.add_relu_forward
+
+        def fwd_add(ctx, p, ins, outs, aux):
+            add_relu(ins[0], ins[1], outs[0])
+        return fwd_add
     fused = _conv.fused_forward_cpu
     mode, lo, hi = (0, 0.0, 0.0) if act is None else _activation(act)
     ep = make(conv.p.num_filter, lo, hi)     # this executor's own, refilled per call

@@ -33,7 +33,7 @@ from ..templates import JIT
 
 __all__ = ['AFFINE', 'RELU', 'CLIP', 'SHORT_ROW', 'apply_row', 'apply_block', 'apply_channels',
            'expand', 'apply_all',
-           'make', 'no_epilogue']
+           'make', 'no_epilogue', 'add_relu', 'add_relu_forward']
 
 #: Mode bits.
 AFFINE, RELU, CLIP = 1, 2, 4
@@ -161,3 +161,24 @@ def make(channels, a_min=0.0, a_max=0.0):
 def no_epilogue():
     """The ``ep`` array passed with mode 0 (never read)."""
     return make(1)
+
+
+@njit(**JIT)
+def add_relu(a, b, out):
+    """``out = relu(a + b)`` on flat arrays of one dtype: ``elemwise_add``'s sum (in the
+    dtype) and ``Activation('relu')``'s scalar body, in one pass."""
+    z = out.dtype.type(0)
+    for i in range(U(out.size)):
+        v = a[i] + b[i]
+        out[i] = v if v > 0 or v != v else z
+
+
+def add_relu_forward(a, b, out):
+    """The fused call of an inference executor's ``elemwise_add -> relu`` pair (ResNet's
+    residual sums): :func:`add_relu` on ``(N, ...)`` arrays of one shape and dtype,
+    float32 or float64, cut into pieces the kernel threads share
+    (:func:`ffnumba.thread_pool.split_range`, as the unfused elementwise operators);
+    bit-identical to the two nodes unfused."""
+    from ...thread_pool import split_range
+    af, bf, of = a.reshape(-1), b.reshape(-1), out.reshape(-1)
+    split_range(lambda lo, hi: add_relu(af[lo:hi], bf[lo:hi], of[lo:hi]), of.size)
