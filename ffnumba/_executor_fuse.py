@@ -15,12 +15,24 @@ of :func:`ffnumba.ops.nn.convolution.fused_forward_cpu`: the BatchNorm's
 evaluation map (moving mean and variance, :func:`ffnumba.ops.nn.batch_norm.inference_affine`)
 and the relu (or clip) are applied to each output row of the convolution while it is
 in cache, and the result goes straight into the last node's output buffer;
-the intermediate outputs are not written. The arithmetic is the unfused
-operators', so the outputs are bit-identical. Likewise every
+the intermediate outputs are not written. With float64 data (or with
+``FFNUMBA_FUSE=exact``) the arithmetic is the unfused operators', so the
+outputs are bit-identical. With float32 data the BatchNorm is folded into a
+float32 per-channel map: its ``scale`` and ``shift`` are computed in float64
+exactly as the unfused operator computes them, rounded to float32 once per
+forward, and the epilogue multiplies and adds in float32 (the unfused
+operator computes ``x * scale + shift`` in float64 and rounds the result).
+The outputs then differ from the unfused ones by float32 rounding (a few ulp
+of each BatchNorm output, as folding the BatchNorm into the convolution's
+weights would), and the epilogue runs about three times faster (MobileNet
+v1 / v2 inference, batch 32, one thread: 6-8% faster). Chains without a
+BatchNorm (relu or clip only) stay bit-identical. Likewise every
 ``FullyConnected -> Activation('relu') | relu`` pair (the MLP layers, the
 classifier heads of VGG and AlexNet) runs as one call of
 :func:`ffnumba.ops.nn.fully_connected.fused_relu_forward_cpu`, the relu applied
-to the product's rows in cache.
+to the product's rows in cache, and every ``elemwise_add -> relu`` pair
+(ResNet's residual sums) as one pass of
+:func:`ffnumba.ops.nn._conv_epilogue.add_relu_forward` (bit-identical).
 
 A chain never fuses across a value someone can observe: a graph output (also
 the outputs of a ``get_internals()`` group), a value with more than one
@@ -31,7 +43,8 @@ executor (its backward reads the intermediates; its ``forward(is_train=False)``
 stays unfused too). BatchNorm fuses with ``axis=1`` and without
 ``output_mean_var`` (any ``eps``, ``fix_gamma``, ``use_global_stats``); data of
 float32 or float64 only (float16 runs unfused). GPU executors run unfused.
-``FFNUMBA_FUSE=0`` (read at bind) turns fusion off.
+``FFNUMBA_FUSE=0`` (read at bind) turns fusion off; ``FFNUMBA_FUSE=exact``
+keeps it bit-identical for float32 too.
 
 Memory: the fused call runs at the position of the chain's last node, so the
 inputs of every node of a chain stay alive until then (:func:`lives_until`,
@@ -46,9 +59,11 @@ from .ndarray._device import host_compute
 from .ops.nn import batch_norm as _bn
 from .ops.nn import convolution as _conv
 from .ops.nn import fully_connected as _fc
+from .ops.nn import _conv_epilogue as _ep
 from .ops.nn._conv_epilogue import AFFINE, CLIP, RELU, make
 
-__all__ = ['FUSE_ENV', 'fusion_enabled', 'find_chains', 'lives_until', 'fused_plan']
+__all__ = ['FUSE_ENV', 'fusion_enabled', 'exact_epilogue', 'find_chains', 'lives_until',
+           'fused_plan']
 
 #: Environment variable: ``0`` turns inference fusion off (read at bind).
 FUSE_ENV = 'FFNUMBA_FUSE'
@@ -58,6 +73,12 @@ _FLOATS = (np.dtype('float32'), np.dtype('float64'))
 def fusion_enabled():
     """False when ``FFNUMBA_FUSE`` is ``0``/``false``/``no``/``off``."""
     return os.environ.get(FUSE_ENV, '1').strip().lower() not in ('0', 'false', 'no', 'off')
+
+
+def exact_epilogue():
+    """True when ``FFNUMBA_FUSE`` is ``exact``: float32 BatchNorm epilogues in float64,
+    bit-identical to the unfused operators (read at bind)."""
+    return os.environ.get(FUSE_ENV, '1').strip().lower() == 'exact'
 
 
 def _bn_fusable(node, ndim):
@@ -80,8 +101,8 @@ def find_chains(view, shapes, types, ctx):
     """The fusable chains of a graph: a list of ``(conv, bn, act)`` node ids.
 
     ``bn`` or ``act`` is None where the chain lacks it; every chain has at
-    least two nodes. ``conv`` may be a FullyConnected node (then ``bn`` is None
-    and ``act`` a relu). Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
+    least two nodes. ``conv`` may be a FullyConnected or an ``elemwise_add`` node
+    (then ``bn`` is None and ``act`` a relu). Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
 
     Parameters
     ----------
@@ -110,12 +131,13 @@ def find_chains(view, shapes, types, ctx):
 
     chains = []
     for nid, node in enumerate(view.nodes):
-        if node.op is None or node.op.name not in ('Convolution', 'FullyConnected'):
+        if node.op is None or node.op.name not in ('Convolution', 'FullyConnected',
+                                                   'elemwise_add'):
             continue
         e = view.entry_ptr[nid]
         if np.dtype(types[e]) not in _FLOATS:
             continue
-        if node.op.name == 'FullyConnected':
+        if node.op.name in ('FullyConnected', 'elemwise_add'):
             nxt = sole_consumer(nid)
             act = _activation(view.nodes[nxt]) if nxt is not None else None
             if act is not None and act[0] == RELU:
@@ -153,6 +175,12 @@ def _fused_call(conv, bn, act, kind='Convolution'):
         def fwd_fc(ctx, p, ins, outs, aux):
             fc(ctx, p, ins, outs[0])
         return fwd_fc
+    if kind == 'elemwise_add':
+        add_relu = _ep.add_relu_forward
+
+        def fwd_add(ctx, p, ins, outs, aux):
+            add_relu(ins[0], ins[1], outs[0])
+        return fwd_add
     fused = _conv.fused_forward_cpu
     mode, lo, hi = (0, 0.0, 0.0) if act is None else _activation(act)
     ep = make(conv.p.num_filter, lo, hi)     # this executor's own, refilled per call
@@ -163,6 +191,13 @@ def _fused_call(conv, bn, act, kind='Convolution'):
     mode |= AFFINE
     affine, bp = _bn.inference_affine, bn.p
     gamma, beta, (mean, var) = bn.ins[1], bn.ins[2], bn.aux
+    if conv.ins[0].dtype == np.float32 and not exact_epilogue():
+        ep32 = np.empty(ep.shape, np.float32)   # the folded map: float32 arithmetic
+
+        def fwd32(ctx, p, ins, outs, aux):
+            ep32[...] = affine(bp, gamma, beta, mean, var, ep)
+            fused(ctx, p, ins, outs[0], ep32, mode)
+        return fwd32
 
     def fwd(ctx, p, ins, outs, aux):
         fused(ctx, p, ins, outs[0], affine(bp, gamma, beta, mean, var, ep), mode)

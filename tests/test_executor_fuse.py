@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ffnumba as ff
+from ffnumba.ops.nn import _conv_epilogue as ep_mod
 from ffnumba.ops.nn import convolution as conv_mod
 
 S = ff.sym
@@ -18,14 +19,21 @@ S = ff.sym
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Counts the fused convolution calls of executors bound after it is set up."""
+    """Counts the fused convolution (their modes) and ``elemwise_add -> relu`` (``'add'``)
+    calls of executors bound after it is set up."""
     seen = []
     real = conv_mod.fused_forward_cpu
+    real_add = ep_mod.add_relu_forward
 
     def counting(ctx, p, inputs, y, ep, mode):
         seen.append(mode)
         return real(ctx, p, inputs, y, ep, mode)
+
+    def counting_add(a, b, out):
+        seen.append('add')
+        return real_add(a, b, out)
     monkeypatch.setattr(conv_mod, 'fused_forward_cpu', counting)
+    monkeypatch.setattr(ep_mod, 'add_relu_forward', counting_add)
     return seen
 
 
@@ -47,7 +55,7 @@ def resnet_like():
     y = _cbr(x, 'u_0', 32, 3, s=2)
     y = _cbr(y, 'u_1', 32, 3, relu=False)
     short = _cbr(x, 'u_sc', 32, 1, s=2, relu=False)
-    x = S.Activation(y + short, act_type='relu', name='u_out')
+    x = S.Activation(S.elemwise_add(y, short, name='u_add'), act_type='relu', name='u_out')
     x = _cbr(x, 'u2_0', 32, 1)                        # pointwise (direct GEMM path)
     return S.Pooling(x, global_pool=True, kernel=(1, 1), pool_type='avg', name='pool')
 
@@ -96,22 +104,24 @@ def _fill(exe, seed=0):
 
 
 def _bind(monkeypatch, net, shape, fuse=True, dtype='float32', grad_req='null'):
-    monkeypatch.setenv('FFNUMBA_FUSE', '1' if fuse else '0')
+    """``fuse``: True binds ``FFNUMBA_FUSE=exact`` (bit-identical epilogues), False ``0``,
+    a string that value (``'1'``: the default, float32 BatchNorm folded)."""
+    monkeypatch.setenv('FFNUMBA_FUSE', {True: 'exact', False: '0'}.get(fuse, fuse))
     exe = net.simple_bind(ff.cpu(), grad_req=grad_req, data=shape, type_dict={'data': dtype})
     monkeypatch.delenv('FFNUMBA_FUSE')
     _fill(exe)
     return exe
 
 
-def _pair(monkeypatch, net, shape, dtype='float32'):
-    return (_bind(monkeypatch, net, shape, True, dtype),
+def _pair(monkeypatch, net, shape, dtype='float32', fuse=True):
+    return (_bind(monkeypatch, net, shape, fuse, dtype),
             _bind(monkeypatch, net, shape, False, dtype))
 
 
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 @pytest.mark.parametrize('make,shape,chains', [
-    (resnet_like, (4, 3, 12, 12), 5),
-    (resnet_like, (1, 3, 10, 10), 5),           # one sample per GEMM, short rows
+    (resnet_like, (4, 3, 12, 12), 6),           # 5 convolution chains, one add -> relu
+    (resnet_like, (1, 3, 10, 10), 6),           # one sample per GEMM, short rows
     (inception_like, (3, 5, 10, 10), 7),
     (mobilenet_like, (2, 3, 16, 16), 5),
     (activations_like, (2, 3, 9, 9), 4),
@@ -132,7 +142,8 @@ def test_chains_found(monkeypatch):
     exe = _bind(monkeypatch, resnet_like(), (2, 3, 8, 8))
     assert sorted(exe.fused_nodes) == sorted([
         ('stem_conv', 'stem_bn', 'stem_relu'), ('u_0_conv', 'u_0_bn', 'u_0_relu'),
-        ('u_1_conv', 'u_1_bn'), ('u_sc_conv', 'u_sc_bn'), ('u2_0_conv', 'u2_0_bn', 'u2_0_relu')])
+        ('u_1_conv', 'u_1_bn'), ('u_sc_conv', 'u_sc_bn'), ('u2_0_conv', 'u2_0_bn', 'u2_0_relu'),
+        ('u_add', 'u_out')])
     exe = _bind(monkeypatch, activations_like(), (2, 3, 8, 8))
     assert exe.fused_nodes == [('a_conv', 'a_bn', 'a_relu'), ('b_conv', 'b_bn', 'b_relu6'),
                                ('c_conv', 'c_clip'), ('d_conv', 'd_bn')]
@@ -184,7 +195,7 @@ def test_module_predict_and_feedforward_fuse(monkeypatch, calls):
     rng = np.random.default_rng(2)
     X = rng.standard_normal((6, 3, 8, 8)).astype('f4')
     outs, counts, params = [], [], None
-    for fuse in ('1', '0'):
+    for fuse in ('exact', '0'):
         monkeypatch.setenv('FFNUMBA_FUSE', fuse)
         mod = ff.mod.Module(net, context=ff.cpu())
         mod.bind([('data', (3, 3, 8, 8))], for_training=False)
@@ -200,7 +211,7 @@ def test_module_predict_and_feedforward_fuse(monkeypatch, calls):
         model = ff.model.FeedForward(net, ctx=ff.cpu(), arg_params=arg, aux_params=aux)
         outs.append(model.predict(X))
         counts.append(len(calls))
-    assert counts[0] == 2 * 5 and counts[1] > counts[0] and counts[3] == counts[1]
+    assert counts[0] == 2 * 6 and counts[1] > counts[0] and counts[3] == counts[1]
     np.testing.assert_array_equal(outs[0], outs[2])
     np.testing.assert_array_equal(outs[1], outs[3])
     # Module (batch 3) and FeedForward (one batch of 6) chunk their GEMMs differently
@@ -305,6 +316,7 @@ def test_fuse_switch_off(monkeypatch, calls):
 def test_reshape_keeps_fusion_and_results(monkeypatch):
     net = inception_like()
     fused, plain = _pair(monkeypatch, net, (4, 3, 10, 10))
+    monkeypatch.setenv('FFNUMBA_FUSE', 'exact')     # read again at the reshape's bind
     f2, p2 = fused.reshape(data=(2, 3, 10, 10)), plain.reshape(data=(2, 3, 10, 10))
     assert f2.fused_nodes == fused.fused_nodes and p2.fused_nodes == []
     data = np.random.default_rng(4).standard_normal((2, 3, 10, 10))
@@ -361,3 +373,98 @@ def test_gpu_executor_runs_unfused_and_matches_cpu(monkeypatch, calls):
     np.testing.assert_allclose(gpu.forward(is_train=False)[0].asnumpy(),
                                cpu.forward(is_train=False)[0].asnumpy(), rtol=1e-5, atol=1e-5)
     assert len(calls) == 2
+
+
+@pytest.fixture
+def ep_dtypes(monkeypatch):
+    """The epilogue dtypes of the fused convolution calls of executors bound after it."""
+    seen = []
+    real = conv_mod.fused_forward_cpu
+
+    def spy(ctx, p, inputs, y, ep, mode):
+        seen.append((mode & 1, ep.dtype))
+        return real(ctx, p, inputs, y, ep, mode)
+    monkeypatch.setattr(conv_mod, 'fused_forward_cpu', spy)
+    return seen
+
+
+@pytest.mark.parametrize('make,shape', [
+    (resnet_like, (4, 3, 12, 12)), (inception_like, (3, 5, 10, 10)),
+    (mobilenet_like, (2, 3, 16, 16)), (activations_like, (2, 3, 9, 9))])
+def test_default_float32_folds_batchnorm_within_rounding(monkeypatch, ep_dtypes, make, shape):
+    """``FFNUMBA_FUSE`` unset (or ``1``): float32 BatchNorm chains run their map in
+    float32 (a float32 epilogue array), within float32 rounding of the unfused
+    operators; relu/clip-only chains keep the float64 array and stay bit-identical."""
+    fused, plain = _pair(monkeypatch, make(), shape, fuse='1')
+    y = fused.forward(is_train=False)[0].asnumpy()
+    ref = plain.forward(is_train=False)[0].asnumpy()
+    assert ep_dtypes and {dt for bn, dt in ep_dtypes if bn} == {np.dtype('float32')}
+    assert {dt for bn, dt in ep_dtypes if not bn} <= {np.dtype('float64')}
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    # FFNUMBA_FUSE=exact keeps the float64 map: bit-identical
+    exact = _bind(monkeypatch, make(), shape, True).forward(is_train=False)[0].asnumpy()
+    np.testing.assert_array_equal(exact, ref)
+
+
+def test_folded_batchnorm_follows_new_statistics(monkeypatch, ep_dtypes):
+    """The folded float32 map is recomputed from the BatchNorm's current parameters and
+    moving statistics at every forward (``set_params`` after bind is seen)."""
+    fused, plain = _pair(monkeypatch, mobilenet_like(), (2, 3, 16, 16), fuse='1')
+    for exe in (fused, plain):
+        exe.aux_dict['dw0_bn_moving_var'][:] = 4.0
+        exe.arg_dict['pw0_bn_beta'][:] = 0.5
+    y = fused.forward(is_train=False)[0].asnumpy()
+    ref = plain.forward(is_train=False)[0].asnumpy()
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_default_float64_stays_bitwise(monkeypatch, ep_dtypes):
+    fused, plain = _pair(monkeypatch, mobilenet_like(), (2, 3, 16, 16), 'float64', fuse='1')
+    np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(),
+                                  plain.forward(is_train=False)[0].asnumpy())
+    assert {dt for _, dt in ep_dtypes} == {np.dtype('float64')}
+
+
+@pytest.mark.parametrize('name', ['mobilenet_v2', 'inception_bn', 'resnet50_v1_32'])
+def test_zoo_default_fold_within_rounding(monkeypatch, name):
+    """Deep float32 nets with the default folded BatchNorm stay within float32 rounding
+    of the unfused forward (the relative error does not grow with depth)."""
+    build, shape = _zoo()[name]
+    fused, plain = _pair(monkeypatch, build(S), (2,) + shape, fuse='1')
+    ys, refs = fused.forward(is_train=False), plain.forward(is_train=False)
+    for y, ref in zip(ys, refs):
+        np.testing.assert_allclose(y.asnumpy(), ref.asnumpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_add_relu_pairs_fuse_bitwise(monkeypatch, calls):
+    """``elemwise_add -> relu`` runs as one pass, bit-identical (NaN kept, both threads on
+    a large sum); an add whose sum is read elsewhere, or with no relu after it, stays
+    unfused."""
+    import numba
+    a, b = S.Variable('a'), S.Variable('b')
+    net = S.relu(S.elemwise_add(a, b, name='s'), name='r')
+    shape = (4, 8, 40, 40)
+    rng = np.random.default_rng(3)
+    va, vb = rng.standard_normal(shape), rng.standard_normal(shape)
+    va[0, 0, 0, :3] = (np.nan, np.inf, -np.inf)
+    for dtype in ('float32', 'float64'):
+        exes = []
+        for fuse in ('1', '0'):
+            monkeypatch.setenv('FFNUMBA_FUSE', fuse)
+            exes.append(net.simple_bind(ff.cpu(), grad_req='null', a=shape, b=shape,
+                                        type_dict={'a': dtype, 'b': dtype}))
+        assert exes[0].fused_nodes == [('s', 'r')] and exes[1].fused_nodes == []
+        old = numba.get_num_threads()
+        try:
+            for nt in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+                numba.set_num_threads(nt)
+                y, ref = (e.forward(is_train=False, a=va, b=vb)[0].asnumpy() for e in exes)
+                np.testing.assert_array_equal(y, ref)
+        finally:
+            numba.set_num_threads(old)
+        assert np.isnan(y[0, 0, 0, 0]) and y[0, 0, 0, 1] == np.inf and np.nanmin(y) == 0
+    assert 'add' in calls
+    monkeypatch.setenv('FFNUMBA_FUSE', '1')
+    s = S.elemwise_add(a, b, name='s')
+    for other in (S.Group([S.relu(s, name='r'), s]), S.relu(s, name='r') * s, s + 1):
+        assert other.simple_bind(ff.cpu(), grad_req='null', a=(2, 3), b=(2, 3)).fused_nodes == []

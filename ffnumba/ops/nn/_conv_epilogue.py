@@ -7,8 +7,8 @@ drivers (im2col, Winograd, depthwise) call :func:`apply_row` on each output
 row right after writing it, while it is still in cache, so the intermediate
 outputs are never written to memory.
 
-The arithmetic is the unfused kernels', operation for operation, so fused and
-unfused outputs are bit-identical:
+With a float64 ``ep`` the arithmetic is the unfused kernels', operation for
+operation, so fused and unfused outputs are bit-identical:
 
 * affine (mode bit 1), BatchNorm's inference map (``batch_norm._fwd_block``):
   ``y = x * scale[c] + shift[c]`` with float64 ``scale = gamma / sqrt(var + eps)``,
@@ -22,7 +22,9 @@ unfused outputs are bit-identical:
 ``ep`` (:func:`make`) is a float64 ``(3, max(F, 2))`` array: the ``scale`` and
 ``shift`` rows, then ``a_min, a_max`` in the first two columns of the third
 row. Mode 0 does nothing. A chain has one activation: relu and clip never
-come together.
+come together. A float32 ``ep`` (an executor's BatchNorm folded for float32
+data, :mod:`ffnumba._executor_fuse`) runs the affine map in float32: within
+float32 rounding of the unfused BatchNorm, not bit-identical.
 """
 import numpy as np
 from numba import njit
@@ -31,7 +33,7 @@ from ..templates import JIT
 
 __all__ = ['AFFINE', 'RELU', 'CLIP', 'SHORT_ROW', 'apply_row', 'apply_block', 'apply_channels',
            'expand', 'apply_all',
-           'make', 'no_epilogue']
+           'make', 'no_epilogue', 'add_relu', 'add_relu_forward']
 
 #: Mode bits.
 AFFINE, RELU, CLIP = 1, 2, 4
@@ -116,8 +118,8 @@ def expand(ep, F, P):
     """The ``rep`` of :func:`apply_block`: ``(2, F*P)`` per-element ``scale`` and ``shift``
     when rows of ``P`` are shorter than :data:`SHORT_ROW`, else a dummy."""
     if P >= SHORT_ROW:
-        return np.zeros((2, 1))
-    rep = np.empty((2, F * P))
+        return np.zeros((2, 1), ep.dtype)
+    rep = np.empty((2, F * P), ep.dtype)
     for f in range(F):
         for i in range(P):
             rep[0, f * P + i] = ep[0, f]
@@ -159,3 +161,24 @@ def make(channels, a_min=0.0, a_max=0.0):
 def no_epilogue():
     """The ``ep`` array passed with mode 0 (never read)."""
     return make(1)
+
+
+@njit(**JIT)
+def add_relu(a, b, out):
+    """``out = relu(a + b)`` on flat arrays of one dtype: ``elemwise_add``'s sum (in the
+    dtype) and ``Activation('relu')``'s scalar body, in one pass."""
+    z = out.dtype.type(0)
+    for i in range(U(out.size)):
+        v = a[i] + b[i]
+        out[i] = v if v > 0 or v != v else z
+
+
+def add_relu_forward(a, b, out):
+    """The fused call of an inference executor's ``elemwise_add -> relu`` pair (ResNet's
+    residual sums): :func:`add_relu` on ``(N, ...)`` arrays of one shape and dtype,
+    float32 or float64, cut into pieces the kernel threads share
+    (:func:`ffnumba.thread_pool.split_range`, as the unfused elementwise operators);
+    bit-identical to the two nodes unfused."""
+    from ...thread_pool import split_range
+    af, bf, of = a.reshape(-1), b.reshape(-1), out.reshape(-1)
+    split_range(lambda lo, hi: add_relu(af[lo:hi], bf[lo:hi], of[lo:hi]), of.size)

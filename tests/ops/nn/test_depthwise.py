@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ffnumba.ops.nn import _depthwise as dwc
+from ffnumba.ops.nn import _depthwise_flat as dfl
 from ffnumba.ops.registry import OpContext, get_op
 
 from conv_reference import conv_backward, conv_forward
@@ -109,6 +110,12 @@ def test_depthwise_matches_grouped_im2col(threads, cl_max, case, seed):
     ((3, 8, 9, 9), dict(kernel=(5, 5), pad=(2, 2), stride=(2, 2))),
     # channels-last with tiled transposes: 40 channels (32 + 8), 225 input positions
     ((2, 40, 15, 15), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
+    # phase-major planes at stride 2 on even widths (columns split in one pass), pads 1, 2
+    ((2, 8, 18, 20), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
+    ((2, 6, 20, 22), dict(kernel=(5, 5), pad=(2, 2), stride=(2, 2))),
+    # flat stride-1 kernel (_depthwise_flat): 8x8, 4x4 and a non-square 4x6 plane
+    ((3, 24, 8, 8), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
+    ((2, 5, 4, 6), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
 ])
 def test_mobilenet_shapes_against_numpy(threads, dshape, p):
     """MobileNet-like layers (the kinds ``_kind`` picks for them) against the numpy
@@ -172,3 +179,70 @@ def test_non_finite_data_as_im2col(dshape, value):
         np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
         ok = np.isfinite(b)
         np.testing.assert_allclose(a[ok], b[ok], rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize('dshape, dilate, pad, stride', [
+    ((3, 24, 8, 8), 1, 1, 1), ((2, 5, 4, 6), 1, 1, 1), ((2, 7, 6, 6), 2, 2, 1),
+    ((2, 3, 5, 5), 1, 1, 1),
+    # stride 2 on even planes: the four phase planes
+    ((3, 24, 16, 16), 1, 1, 2), ((2, 5, 8, 12), 1, 1, 2), ((2, 4, 6, 6), 1, 1, 2)])
+def test_flat_kernel_runs_and_matches_numpy(dshape, dilate, pad, stride):
+    """The flat 3x3 forward (``_depthwise_flat.flat_fwd``) really runs on output planes
+    of 16..64 positions (stride 1 'same', also dilated, and stride 2 pad 1 on even
+    planes) and matches the numpy reference, with a NaN in the data reaching only the
+    outputs whose window holds it (as im2col)."""
+    c = dshape[1]
+    p = dict(kernel=(3, 3), pad=(pad, pad), stride=(stride, stride), dilate=(dilate, dilate),
+             num_filter=c, num_group=c)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, dshape)
+    x[0, 1, 2, 3] = np.nan
+    w = rng.uniform(-1, 1, (c, 1, 3, 3))
+    b = rng.uniform(-1, 1, c)
+    calls = []
+    real = dfl.flat_fwd
+
+    def spy(*a):
+        calls.append(1)
+        return real(*a)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(dfl, 'flat_fwd', spy)
+        y, _ = _conv(p, [x, w, b], np.zeros(ref_shape(dshape, stride)), ['null'] * 3,
+                     [np.zeros_like(v) for v in (x, w, b)])
+    assert bool(calls) == (dshape[2] * dshape[3] >= dfl.FLAT_MIN_POSITIONS * stride ** 2)
+    ref = conv_forward(x, w, b, (3, 3), (stride, stride), (pad, pad), (dilate, dilate), c)
+    np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
+    assert np.array_equal(np.isnan(y), np.isnan(ref))
+
+
+def ref_shape(dshape, stride):
+    """The output shape of a 3x3 pad-1 (or 'same' dilated) layer of ``stride``."""
+    return dshape[:2] + tuple(-(-d // stride) for d in dshape[2:])
+
+
+@pytest.mark.parametrize('dshape, stride', [((3, 37, 2, 2), 1), ((2, 19, 4, 4), 2)])
+@pytest.mark.parametrize('bias', [True, False])
+def test_tiny_kernel_runs_and_matches_numpy(dshape, stride, bias):
+    """2x2 outputs of 2x2 (stride 1) and 4x4 (stride 2) planes run
+    ``_depthwise_flat.tiny_fwd`` and match the numpy reference."""
+    c = dshape[1]
+    p = dict(kernel=(3, 3), pad=(1, 1), stride=(stride, stride), num_filter=c, num_group=c,
+             no_bias=not bias)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, dshape)
+    w = rng.uniform(-1, 1, (c, 1, 3, 3))
+    b = rng.uniform(-1, 1, c)
+    vals = [x, w, b] if bias else [x, w]
+    calls = []
+    real = dfl.tiny_fwd
+
+    def spy(*a):
+        calls.append(1)
+        return real(*a)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(dfl, 'tiny_fwd', spy)
+        y, _ = _conv(p, vals, np.zeros(dshape[:2] + (2, 2)), ['null'] * len(vals),
+                     [np.zeros_like(v) for v in vals])
+    assert calls
+    ref = conv_forward(x, w, b if bias else None, (3, 3), (stride, stride), (1, 1), (), c)
+    np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
