@@ -32,8 +32,8 @@ several numba threads and at least ``PAR_MIN_MACS`` multiply-adds, each product
 is split over the kernel thread pool (``_conv_par.run_split``) with BLAS held
 to one thread: ``y`` and ``dW`` by ranges of hidden units (each thread reads
 its own rows of ``W``), ``dx`` by ranges of rows; smaller products run on this
-thread with BLAS held to one thread (:func:`_fc_threads`: OpenBLAS's spinning
-threads made 2 threads slower than 1). Every output element is still one
+thread, with BLAS held to one thread once other kernels split over the pool (no
+OpenBLAS thread is woken beside the pool's). Every output element is still one
 BLAS dot product over the same operands, so the split changes no summation
 order inside an element except as OpenBLAS's kernels for the part's shape do.
 
@@ -46,6 +46,7 @@ from numba import njit
 
 from ...base import DTypeError, ShapeError
 from ...blas_threads import numba_blas_single_thread
+from ...thread_pool import pool_used
 from .. import gemm_cuda
 from .._gemm import gemm
 from ._conv_par import run_split, split_threads
@@ -205,19 +206,14 @@ PAR_MIN_MACS = 1 << 25
 def _fc_threads(M, K, H, n):
     """Threads for a ``(M, K) x (K, H)`` product split into ``n``-long ranges.
 
-    0 when the product is too small to split but numba runs more than one
-    thread: it then runs here with BLAS held to one thread, so it wakes no
-    OpenBLAS thread. OpenBLAS's threads spin after each call and its split is
-    static: on the 2-core VM with ``OPENBLAS_NUM_THREADS=2`` the MLP's
-    ``(32, 784) x (784, 512)`` took 220 vs 211 us forward and 486 vs 423 us
-    backward against one BLAS thread (loaded), MLP training at 2 threads ran at
-    0.88x one thread, and beside a busy process a BLAS-threaded FullyConnected
-    of batch 256 took 88 instead of 3.8 ms. A network of fully-connected layers
-    therefore runs on one thread (and one BLAS thread) until its products are
-    large enough to split over the kernel pool.
+    0 when the product is too small to split but other kernels of this process
+    split their work over the kernel pool: it then runs here with BLAS held to
+    one thread, so it wakes no OpenBLAS thread (which would spin beside the
+    pool's threads afterwards). A network of fully-connected layers only keeps
+    BLAS's own threads for its products.
     """
     if M * K * H < PAR_MIN_MACS:
-        return 0 if split_threads(2) > 1 else 1
+        return 0 if pool_used('kernel') and split_threads(2) > 1 else 1
     return split_threads(n // 16 if n >= 32 else 1)
 
 

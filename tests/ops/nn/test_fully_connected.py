@@ -176,6 +176,7 @@ def test_thread_split_matches_numpy(req, shape, small, monkeypatch):
     splits = []
     real = fcm.run_split
     monkeypatch.setattr(fcm, 'PAR_MIN_MACS', 1 << 60 if small else 0)
+    monkeypatch.setattr(fcm, 'pool_used', lambda name: True)
     monkeypatch.setattr(fcm, 'split_threads', lambda n: max(1, min(3, n)))
     monkeypatch.setattr(fcm, 'run_split', lambda part, nt: (splits.append(nt), real(part, nt)))
     op = get_op('FullyConnected')
@@ -199,35 +200,3 @@ def test_thread_split_matches_numpy(req, shape, small, monkeypatch):
         assert splits == []
     else:
         assert splits and all(n > 1 for n in splits)
-
-
-def test_small_product_on_several_threads_holds_blas_to_one_thread(threads, monkeypatch):
-    """With 2 numba threads a product below PAR_MIN_MACS runs here on one BLAS thread
-    (no OpenBLAS thread spinning beside the pool), even before any kernel split the
-    pool; with 1 numba thread BLAS is left as the user set it."""
-    from ffnumba.ops.nn import fully_connected as fcm
-    held = []
-
-    class Hold:
-        def __enter__(self):
-            held.append(1)
-
-        def __exit__(self, *exc):
-            return False
-    monkeypatch.setattr(fcm, 'numba_blas_single_thread', Hold)
-    monkeypatch.setattr(fcm, 'run_split', lambda part, nt: pytest.fail('split a small product'))
-    op = get_op('FullyConnected')
-    p = op.parse_params(dict(num_hidden=16))
-    rng = np.random.default_rng(2)
-    x, w, b = rng.standard_normal((8, 12)), rng.standard_normal((16, 12)), rng.standard_normal(16)
-    og = rng.standard_normal((8, 16))
-    for n, want in ((2, 2), (1, 0)):
-        threads(n)
-        held.clear()
-        out = np.empty((8, 16))
-        op.forward['cpu'](_op_ctx(), p, [x, w, b], [out], [])
-        grads = [np.empty_like(a) for a in (x, w, b)]
-        op.backward['cpu'](_op_ctx(), p, [og], [x, w, b], [out], grads, ['write'] * 3, [])
-        assert len(held) == want
-        np.testing.assert_allclose(out, x @ w.T + b, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(grads[1], og.T @ x, rtol=1e-12, atol=1e-12)
