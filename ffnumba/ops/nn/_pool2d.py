@@ -48,6 +48,7 @@ from numba import njit
 from ..templates import JIT
 from ._conv_par import run_split
 from ._im2col import _valid, buffer
+from ._pool_same3 import avg3_fwd, max3_fwd
 
 #: Whether :mod:`.pooling` takes this path where it applies (tests switch it off).
 ENABLED = True
@@ -408,11 +409,12 @@ def avg_fwd(xf, yf, offs, fmask, size, divide, acc):
 
     Arrays from :func:`avg_plan`; ``acc``: float64 scratch of a block. Each block of
     whole planes sums offset by offset (row-major window order) in float64; a
-    masked element is skipped (adds +0.0 to a sum that is never -0.0).
+    masked element is skipped (adds +0.0 to a sum that is never -0.0). Nine offsets
+    (3x3): all at once, :func:`._pool_same3.avg3_fwd`.
     """
-    n = xf.size
-    K = offs.size
-    B = fmask.shape[1]
+    n, K, B = xf.size, offs.size, fmask.shape[1]
+    if K == 9:
+        return avg3_fwd(xf, yf, offs, fmask, size, divide, acc)
     for s in range(0, n, B):
         L = min(B, n - s)
         for i in range(L):
@@ -446,9 +448,7 @@ def avg_bwd(dyf, dxf, offs, KW, bmask, size, divide, write, gs):
     descending ``kh`` and ascending ``kw``: the order in which the general kernel's
     output rows reach each ``dx`` element, each addition rounded to ``dx``'s dtype.
     """
-    n = dyf.size
-    K = offs.size
-    B = bmask.shape[1]
+    n, K, B = dyf.size, offs.size, bmask.shape[1]
     if write:
         dxf[:] = 0
     for s in range(0, n, B):
@@ -508,10 +508,11 @@ def avg_backward(dyf, dxf, dims, g, mode, include_pad, write, nt, state=None):
 def max_same_fwd(xf, yf, offs, fmask, acc):
     """Same-plane stride-1 max pooling of flat ``xf`` into flat ``yf`` (:func:`avg_plan`'s
     arrays; ``acc``: scratch of a block in ``x``'s dtype): offset by offset in row-major
-    window order, the first strict maximum from ``-inf``, as the general kernels."""
-    n = xf.size
-    K = offs.size
-    B = fmask.shape[1]
+    window order, the first strict maximum from ``-inf``, as the general kernels (nine
+    offsets: all at once, :func:`._pool_same3.max3_fwd`)."""
+    n, K, B = xf.size, offs.size, fmask.shape[1]
+    if K == 9:
+        return max3_fwd(xf, yf, offs, fmask, acc)
     lowest = acc.dtype.type(-np.inf)
     for s in range(0, n, B):
         L = min(B, n - s)
@@ -539,9 +540,7 @@ def max_same_bwd(xf, dyf, dxf, offs, fmask, write, best, arg):
     (``write`` zeroes ``dx`` first), added in output order as :func:`max_bwd`; a window
     of only NaN or ``-inf`` routes nothing. ``best`` / ``arg``: block scratch in ``x``'s
     dtype / int32."""
-    n = xf.size
-    K = offs.size
-    B = fmask.shape[1]
+    n, K, B = xf.size, offs.size, fmask.shape[1]
     if write:
         dxf[:] = 0
     lowest = best.dtype.type(-np.inf)

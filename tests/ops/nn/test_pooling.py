@@ -645,3 +645,45 @@ def test_max_3x3_fused_forward_matches_general_kernel(h, w, s, q, conv):
         got[...] = 7.0
         _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {})
         np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+@pytest.mark.parametrize('pool_type, include', [('max', True), ('avg', True), ('avg', False),
+                                                ('sum', True)])
+@pytest.mark.parametrize('h, w, kernel, pad', [(8, 8, (3, 3), (1, 1)), (4, 4, (3, 3), (1, 1)),
+                                               (2, 2, (3, 3), (1, 1)), (1, 1, (3, 3), (1, 1)),
+                                               (5, 11, (1, 9), (0, 4)), (9, 3, (9, 1), (4, 0))])
+def test_nine_offset_one_pass_forward_matches_offset_passes(h, w, kernel, pad, pool_type,
+                                                            include, dtype):
+    """Windows of nine offsets (3x3, 1x9, 9x1) run the one-pass kernels of ``_pool_same3``
+    (register loop inside, masked reads at the ends of the array, many blocks): they equal
+    the general kernels bit for bit (NaN compared as NaN: its sign is not kept by any
+    kernel), -0.0 vs 0.0 included, serial and split over 2 threads."""
+    from ffnumba.ops.nn import _pool2d, _pool_same3, pooling as pl
+    mode = {'max': 0, 'avg': 1, 'sum': 2}[pool_type]
+    params = get_op('Pooling').parse_params(dict(kernel=kernel, pad=pad, pool_type=pool_type,
+                                                 count_include_pad=include))
+    data = (7, 37, h, w)                       # 259 planes: several blocks, ragged last one
+    _, outs, _ = get_op('Pooling').infer_shape(params, [data], [], [None])
+    g, dims = pl._geom(params, data, outs[0]), pl.as5d(data)
+    assert _pool2d.applies(g, dims, mode) and _pool2d.avg_plan(g, dims, include)[0].size == 9
+    rng = np.random.default_rng(h * w + mode)
+    x = rng.choice([-0.0, 0.0, 1.0, -1.0, 0.3, 2.5, np.nan, -np.inf, np.inf], size=data,
+                   p=[.2, .2, .15, .15, .1, .1, .03, .04, .03]).astype(dtype)
+    x[-1, -1] = -0.0                           # a window of only -0.0 at the array's end
+    want = np.empty(outs[0], dtype)
+    pl._pool_fwd(x.reshape(-1), want.reshape(-1), dims, g, mode, include, 1, -np.inf)
+    for nt in (1, 2):
+        got = np.full(outs[0], 7.0, dtype)
+        _pool2d.forward(x.reshape(-1), got.reshape(-1), dims, g, nt, {}, mode, include)
+        np.testing.assert_array_equal(got, want)
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got)[~nan], np.signbit(want)[~nan])
+    # and the kernels themselves against the offset-by-offset passes they replace
+    offs, fmask, _, size, block = _pool2d.avg_plan(g, dims, include)
+    xf, one = x.reshape(-1), np.empty(x.size, dtype)
+    if mode == 0:
+        _pool_same3.max3_fwd(xf, one, offs, fmask, None)
+    else:
+        _pool_same3.avg3_fwd(xf, one, offs, fmask, size, mode == 1, None)
+    np.testing.assert_array_equal(one.reshape(outs[0]), want)
