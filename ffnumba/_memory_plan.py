@@ -260,7 +260,7 @@ def _backward_steps(view, need, node_bwd, var_reqs):
 
 
 def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
-                grads=None, share=True, lives_until=None, cuts=None):
+                grads=None, share=True, lives_until=None, cuts=None, in_place=None):
     """Allocate operator outputs and intermediate gradients over shared storages.
 
     Parameters
@@ -293,6 +293,12 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
         since the last one (:func:`ffnumba._executor_branches.cut_nodes`): nodes
         between two cuts may run side by side, so none of them gets a storage
         another of them freed. None frees each storage at once.
+    in_place : dict of int to list of int, optional
+        Output entry -> input entries whose storage it may take over (the first
+        one of the same shape and dtype whose storage is released at that very
+        node, as MXNet's in-place option): its kernel writes over an input it
+        reads last (:func:`ffnumba._executor_fuse.in_place`). Without sharing, or
+        for a reshaped executor, nothing is taken over.
 
     Returns
     -------
@@ -319,7 +325,7 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
             plan.kind[e] = 'head' if e in heads else 'kept' if e in keep else 'shared'
             if e not in heads and e not in keep and share:
                 release.setdefault(last.get(e, nid), []).append(e)
-    views = {}
+    views, moved = {}, set()
     for nid, node in enumerate(view.nodes):
         if node.op is None:
             continue
@@ -333,10 +339,19 @@ def plan_memory(view, shapes, types, ctx, nd_of, keep=frozenset(), shared=None,
                     views[e] = _zeros(shapes[e], types[e], ctx)
                     plan.own_bytes += views[e]._data.nbytes
                 continue
-            plan.fwd[e] = pool.request(shapes[e], types[e])
+            dying = release.get(nid, ())
+            src = next((a for a in (in_place or {}).get(e, ()) if a in dying and a not in moved
+                        and tuple(shapes[a]) == tuple(shapes[e])
+                        and np.dtype(types[a]) == np.dtype(types[e])), None)
+            if src is None:
+                plan.fwd[e] = pool.request(shapes[e], types[e])
+            else:                        # the output takes the dying input's storage over
+                plan.fwd[e] = plan.fwd[src]
+                moved.add(src)
         if shared is None:
             for e in release.get(nid, ()):
-                pool.release(plan.fwd[e], shapes[e], types[e])
+                if e not in moved:
+                    pool.release(plan.fwd[e], shapes[e], types[e])
     tmps, zero_of, gentries = {}, {}, {}
     if grads is not None:
         need, node_bwd, var_reqs, gbuf = grads

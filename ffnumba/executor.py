@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from ._executor_fuse import find_chains, fused_plan, lives_until
+from ._executor_fuse import find_chains, fused_plan, in_place, lives_until
 from ._executor_branches import branches_enabled, cut_nodes, region_lives
 from ._executor_run import CallPlan
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
@@ -177,7 +177,7 @@ class Executor:
             lives[e] = max(lives.get(e, nid), nid)
         self._plan, tmps = plan_memory(view, shapes, types, ctx, nd_of, keep, shared,
                                        (need, node_bwd, self._var_req, gbuf), sharing_enabled(),
-                                       lives, cuts)
+                                       lives, cuts, in_place(view, chains))
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]

@@ -468,3 +468,32 @@ def test_add_relu_pairs_fuse_bitwise(monkeypatch, calls):
     s = S.elemwise_add(a, b, name='s')
     for other in (S.Group([S.relu(s, name='r'), s]), S.relu(s, name='r') * s, s + 1):
         assert other.simple_bind(ff.cpu(), grad_req='null', a=(2, 3), b=(2, 3)).fused_nodes == []
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_add_relu_writes_over_a_dying_summand(monkeypatch, calls, dtype):
+    """The fused ``elemwise_add -> relu`` of an inference plan writes its sum over a
+    summand whose storage the plan frees there (``_executor_fuse.in_place``). The results
+    stay the unfused ones bit for bit: on repeated runs, and when the same plan runs
+    unfused (a monitor; ``is_train=True``, which reads the summands with BatchNorm's
+    batch statistics)."""
+    aliased, real = [], ep_mod.add_relu_forward
+
+    def spy(a, b, out):
+        aliased.append(np.shares_memory(out, a) or np.shares_memory(out, b))
+        return real(a, b, out)
+    monkeypatch.setattr(ep_mod, 'add_relu_forward', spy)
+    fused, plain = _pair(monkeypatch, resnet_like(), (4, 3, 12, 12), dtype)
+    ent = {n: e for e, n in enumerate(fused._view.entry_names())}
+    out, summands = ent['u_out_output'], (ent['u_1_bn_output'], ent['u_sc_bn_output'])
+    assert fused._plan.fwd[out] in [fused._plan.fwd[e] for e in summands]
+    want = plain.forward(is_train=False)[0].asnumpy()
+    for _ in range(2):
+        np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(), want)
+    assert aliased == [True, True] and calls.count('add') == 2
+    np.testing.assert_array_equal(fused.forward(is_train=True)[0].asnumpy(),
+                                  plain.forward(is_train=True)[0].asnumpy())
+    seen = []
+    fused.set_monitor_callback(lambda name, arr: seen.append(name))
+    np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(), want)
+    assert seen and calls.count('add') == 2          # the monitor's forward ran unfused

@@ -162,3 +162,4 @@ def avg3_fwd(xf, yf, offs, fmask, size, divide, acc):
                 t = _sm(xf, j, o6, m6, i, t)
                 t = _sm(xf, j, o7, m7, i, t)
                 yf[j] = _sm(xf, j, o8, m8, i, t)
+
