@@ -10,8 +10,9 @@ import time
 def op_profile(ff, sym, inputs, steps=10, train=True):
     """Share of forward+backward (or inference forward) time per (operator, pass).
 
-    Wraps each operator's CPU forward/backward (and the fused inference call of
-    ``Convolution -> BatchNorm -> relu`` chains) with a timer before binding and
+    Wraps each operator's CPU forward/backward (and the fused inference calls of
+    ``Convolution -> BatchNorm -> relu`` chains and ``elemwise_add -> relu`` pairs) with
+    a timer before binding and
     restores them afterwards.
 
     Parameters
@@ -60,6 +61,15 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
         fused(*args)
         totals[('Convolution+BatchNorm/act (fused)', 'forward')] += time.perf_counter() - tic
     conv_mod.fused_forward_cpu = timed_fused
+    # and elemwise_add -> relu pairs (ResNet's residual sums) as one fused pass
+    from ffnumba.ops.nn import _conv_epilogue as ep_mod
+    add_relu = ep_mod.add_relu_forward
+
+    def timed_add(*args):
+        tic = time.perf_counter()
+        add_relu(*args)
+        totals[('elemwise_add+relu (fused)', 'forward')] += time.perf_counter() - tic
+    ep_mod.add_relu_forward = timed_add
     try:
         exe = sym.simple_bind(ff.cpu(0), grad_req='write' if train else 'null',
                               **{k: v.shape for k, v in inputs.items()})
@@ -79,6 +89,7 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
         whole = time.perf_counter() - tic
     finally:
         conv_mod.fused_forward_cpu = fused
+        ep_mod.add_relu_forward = add_relu
         for table, fn in saved:
             table['cpu'] = fn
         for op in guarded:

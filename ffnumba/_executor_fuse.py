@@ -165,15 +165,27 @@ def lives_until(view, chains):
     return out
 
 
-def in_place(view, chains):
-    """Output entry -> input entries: each fused ``elemwise_add -> relu`` pair may write
-    its sum over one of the two summands (the first whose storage the memory plan frees
-    at the pair: :func:`ffnumba._memory_plan.plan_memory`'s ``in_place``), so the pass
-    writes into cache lines it has just read instead of a third buffer (ResNet's
-    residual sums; 8.4M float32: 4.2 -> 3.2 ms, loaded). The unfused forward of the
-    same plan stays correct: the relu then writes over a summand the add has read."""
-    return {view.entry_ptr[act]: list(view.in_entries[add])
-            for add, _, act in chains if view.nodes[add].op.name == 'elemwise_add'}
+def in_place(view, chains, ctx, inference):
+    """Output entry -> input entries: sums an inference executor may write over one of
+    their summands (the first whose storage the memory plan frees at that node:
+    :func:`ffnumba._memory_plan.plan_memory`'s ``in_place``), so the pass writes into
+    cache lines it has just read instead of a third buffer (ResNet's residual sums;
+    8.4M float32: 4.2 -> 3.2 ms, loaded).
+
+    Each fused ``elemwise_add -> relu`` pair, and on the CPU of an executor without
+    gradients (``inference``) each other ``elemwise_add`` (ResNet v2, MobileNet v2: its
+    kernel reads ``a[i]`` and ``b[i]`` before it writes ``out[i]``). The unfused forward
+    of a fused pair's plan stays correct: the relu then writes over a summand the add
+    has read.
+    """
+    out = {view.entry_ptr[act]: list(view.in_entries[add])
+           for add, _, act in chains if view.nodes[add].op.name == 'elemwise_add'}
+    if inference and host_compute(ctx) and fusion_enabled():
+        inner = {c[0] for c in chains}
+        for nid, node in enumerate(view.nodes):
+            if node.op is not None and node.op.name == 'elemwise_add' and nid not in inner:
+                out[view.entry_ptr[nid]] = list(view.in_entries[nid])
+    return out
 
 
 def _fused_call(conv, bn, act, kind='Convolution'):

@@ -177,7 +177,8 @@ class Executor:
             lives[e] = max(lives.get(e, nid), nid)
         self._plan, tmps = plan_memory(view, shapes, types, ctx, nd_of, keep, shared,
                                        (need, node_bwd, self._var_req, gbuf), sharing_enabled(),
-                                       lives, cuts, in_place(view, chains))
+                                       lives, cuts,
+                                       in_place(view, chains, ctx, not self._var_req))
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]

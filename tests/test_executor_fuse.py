@@ -497,3 +497,34 @@ def test_add_relu_writes_over_a_dying_summand(monkeypatch, calls, dtype):
     fused.set_monitor_callback(lambda name, arr: seen.append(name))
     np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(), want)
     assert seen and calls.count('add') == 2          # the monitor's forward ran unfused
+
+
+def test_plain_add_writes_over_a_dying_summand_in_inference_only(monkeypatch):
+    """An inference executor's ``elemwise_add`` with no relu after it (ResNet v2,
+    MobileNet v2) writes its sum over the summand the plan frees there; a training
+    executor and ``FFNUMBA_FUSE=0`` keep their own storages, and a summand read later is
+    never written over. The results are the same bits either way."""
+    x = _cbr(S.Variable('data'), 'a', 8, 3)
+    y = S.elemwise_add(_cbr(x, 'b', 8, 3, relu=False), _cbr(x, 'c', 8, 1, relu=False),
+                       name='s')
+    net = _cbr(y, 'd', 8, 1)
+    shape = (2, 3, 9, 9)
+    fused, plain = _pair(monkeypatch, net, shape, 'float32')
+    train = _bind(monkeypatch, net, shape, grad_req='write')
+
+    def aliased(exe):
+        ent = {n: e for e, n in enumerate(exe._view.entry_names())}
+        fwd = exe._plan.fwd
+        return fwd[ent['s_output']] in (fwd[ent['b_bn_output']], fwd[ent['c_bn_output']])
+    assert aliased(fused) and not aliased(plain) and not aliased(train)
+    np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(),
+                                  plain.forward(is_train=False)[0].asnumpy())
+    b = _cbr(x, 'b', 8, 3, relu=False)
+    later = S.elemwise_add(S.elemwise_add(b, x, name='s'), b, name='t')   # b read again
+    fused, plain = _pair(monkeypatch, later, shape, 'float32')
+    ent = {n: e for e, n in enumerate(fused._view.entry_names())}
+    fwd = fused._plan.fwd
+    assert fwd[ent['s_output']] != fwd[ent['b_bn_output']]
+    assert fwd[ent['t_output']] in (fwd[ent['s_output']], fwd[ent['b_bn_output']])
+    np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(),
+                                  plain.forward(is_train=False)[0].asnumpy())
