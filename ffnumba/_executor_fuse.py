@@ -176,7 +176,7 @@ def in_place(view, chains, ctx, inference):
     gradients (``inference``) each other ``elemwise_add`` (ResNet v2, MobileNet v2: its
     kernel reads ``a[i]`` and ``b[i]`` before it writes ``out[i]``). The unfused forward
     of a fused pair's plan stays correct: the relu then writes over a summand the add
-    has read.
+    has read. Nothing is written in place on a GPU or with ``FFNUMBA_FUSE=0``.
     """
     out = {view.entry_ptr[act]: list(view.in_entries[add])
            for add, _, act in chains if view.nodes[add].op.name == 'elemwise_add'}
