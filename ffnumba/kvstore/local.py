@@ -159,8 +159,18 @@ class KVStore(KVStoreBase):
             raise FFError('KVStore.pull: `out` is required')
         for k, outs in _normalize(key, out, 'pull'):
             stored = self._stored(k, 'pull')
-            for o in outs:
-                _copy_into(o, stored)
+            outs = [o for o in outs if o is not stored]
+            flat = _flat_hosts(stored, *outs) if len(outs) > 1 else None
+            if flat is None or any(o.shape != stored.shape for o in outs):
+                for o in outs:
+                    _copy_into(o, stored)
+                continue
+            src, dsts = flat[0], flat[1:]
+
+            def piece(lo, hi, src=src, dsts=dsts):
+                for d in dsts:                  # the piece of ``src`` is read from cache
+                    d[lo:hi] = src[lo:hi]
+            split_range(piece, src.size)
 
     def pushpull(self, key, value, out=None, priority=0):
         """``push(key, value)`` then ``pull(key, out)`` (into ``value`` if ``out`` is None)."""

@@ -113,3 +113,21 @@ def test_two_contexts_repeat_bitwise_and_match_one_context(threads):
     one = _train(1)
     for k in first:
         np.testing.assert_allclose(first[k], one[k], rtol=1e-9, atol=1e-12, err_msg=k)
+
+
+def test_kvstore_pull_into_several_outputs_in_one_split(threads):
+    threads(2)
+    size = 2 * SPLIT_MIN_ELEMS + 5
+    value = np.arange(size, dtype=np.float32)
+    kv = ff.kv.create('local')
+    kv.init(3, ff.nd.array(value))
+    outs = [ff.nd.zeros((size,)) for _ in range(3)]
+    kv.pull(3, out=outs)
+    for o in outs:
+        np.testing.assert_array_equal(o.asnumpy(), value)
+    mixed = [ff.nd.zeros((size,)), ff.nd.zeros((size,), dtype=np.float64)]
+    kv.pull(3, out=mixed)                                # another dtype: one copy each
+    for o in mixed:
+        np.testing.assert_array_equal(o.asnumpy(), value)
+    with pytest.raises(ff.base.FFError, match='shape mismatch'):
+        kv.pull(3, out=[ff.nd.zeros((size,)), ff.nd.zeros((size - 1,))])
