@@ -131,3 +131,17 @@ def test_kvstore_pull_into_several_outputs_in_one_split(threads):
         np.testing.assert_array_equal(o.asnumpy(), value)
     with pytest.raises(ff.base.FFError, match='shape mismatch'):
         kv.pull(3, out=[ff.nd.zeros((size,)), ff.nd.zeros((size - 1,))])
+
+
+def test_update_groups_run_alone_on_their_threads(threads):
+    """Groups of parameters already fill the threads: kernels inside them do not split too."""
+    from ffnumba.kvstore import updates
+    threads(2)
+    grads = [[ff.nd.zeros((SPLIT_MIN_ELEMS,)), ff.nd.zeros((SPLIT_MIN_ELEMS,))]
+             for _ in range(4)]
+    seen = []
+    updates._grouped(ff.kv.create('local'), list(range(4)), grads,
+                     lambda g: seen.append((tuple(g), kernel_threads(1 << 20))))
+    assert sorted(g for g, _ in seen) == [(0, 2), (1, 3)]
+    assert [n for _, n in seen] == [1, 1]
+    assert kernel_threads(1 << 20) == 2                  # lifted again on this thread
