@@ -11,7 +11,10 @@ from .base import ParamError
 
 __all__ = ['BLAS_THREADS_ENV', 'register_blas']
 
-_BLAS_LIMITED = {'threads': None, 'shared': False}
+_BLAS_LIMITED = {'threads': None, 'shared': False, 'contexts_only': False}
+#: How many groups of CPU executors are running side by side right now
+#: (:func:`contexts_running`): a cap shared only by contexts holds kernels there only.
+_RUNNING = [0]
 #: ``(get_num_threads, set_num_threads)`` of further BLAS libraries the kernels call
 #: (:func:`register_blas`), held and capped with numba's.
 _REGISTERED = []
@@ -82,14 +85,18 @@ def _blas_thread_cap(n_devices):
     return value or None
 
 
-def _limit_blas_threads(n, shared=True):
+def _limit_blas_threads(n, shared=True, contexts=False):
     """Cap the threads of every loaded OpenBLAS (numpy's and numba's) at ``n``.
 
     ``shared``: the cap is this executor's share of cores that others use at
     the same time (several contexts, several MPI ranks), so kernels that split
     work over numba threads take no more (:func:`kernel_thread_cap`); False for
     a single context, whose cap only keeps OpenBLAS off a core another
-    process may hold.
+    process may hold. ``contexts``: the sharers are this process's own CPU
+    contexts, which run side by side only inside :func:`contexts_running`
+    (their forward and backward); kernels called outside it (the kvstore's
+    sums and the optimizer's update, which run once for all contexts) keep
+    every numba thread. A cap shared with MPI ranks holds everywhere.
 
     Several executors calling BLAS concurrently, each with its own pool of
     BLAS threads, oversubscribe the cores (OpenBLAS threads spin while they
@@ -97,6 +104,9 @@ def _limit_blas_threads(n, shared=True):
     when installed, else the libraries' ``*_set_num_threads`` through ctypes.
     The cap is process-wide and is never undone; it only ever goes down.
     """
+    if shared:
+        _BLAS_LIMITED['contexts_only'] = bool(contexts) and (
+            _BLAS_LIMITED['contexts_only'] or not _BLAS_LIMITED['shared'])
     _BLAS_LIMITED['shared'] = _BLAS_LIMITED['shared'] or bool(shared)
     if _BLAS_LIMITED['threads'] is not None and _BLAS_LIMITED['threads'] <= n:
         return
@@ -137,8 +147,34 @@ def kernel_thread_cap():
     same time (several CPU contexts or MPI ranks: see :func:`_limit_blas_threads`);
     None otherwise, so a single context's convolutions use every numba thread
     (their BLAS calls run on one thread each, and idle OpenMP workers sleep).
+    A cap shared only by this process's contexts holds only while they run
+    side by side (:func:`contexts_running`).
     """
-    return _BLAS_LIMITED['threads'] if _BLAS_LIMITED['shared'] else None
+    if not _BLAS_LIMITED['shared']:
+        return None
+    if _BLAS_LIMITED['contexts_only'] and not _RUNNING[0]:
+        return None
+    return _BLAS_LIMITED['threads']
+
+
+class contexts_running:  # noqa: N801 (a context manager used like a function)
+    """``with contexts_running(): ...`` marks CPU executors running side by side.
+
+    The executor group wraps its concurrent forward and backward in it: there
+    a kernel's split is held to the context's share of the cores
+    (:func:`kernel_thread_cap`). Everything else (one kvstore sum and one
+    optimizer update for all contexts) splits over every numba thread. The
+    kernels split by piece counts that depend only on the thread count in
+    force, so a run repeats bit for bit either way.
+    """
+
+    def __enter__(self):
+        _RUNNING[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _RUNNING[0] -= 1
+        return False
 
 
 _NUMBA_BLAS = {}

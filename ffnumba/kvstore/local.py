@@ -9,25 +9,50 @@ import numpy as np
 
 from ..base import FFError, ParamError
 from ..context import Context
+from ..thread_pool import split_range
 from .base import KVStoreBase, _normalize
 
 __all__ = ['KVStore']
 
 
+def _flat_hosts(*arrays):
+    """Flat views of NDArrays whose values are contiguous host arrays of one dtype, or None."""
+    from ..ndarray._device import host_compute
+    if not all(host_compute(a.context) for a in arrays):
+        return None
+    hosts = [a._host() for a in arrays]
+    if any(h.dtype != hosts[0].dtype or not h.flags.c_contiguous for h in hosts):
+        return None
+    return [h.reshape(-1) for h in hosts]
+
+
+def _split_add(out, a, b):
+    """``out = a + b`` on flat host arrays, in pieces over the kernel threads.
+
+    numpy's add releases the GIL and is elementwise, so the pieces run at once
+    and the sum is the one-call sum bit for bit, however it is split.
+    """
+    split_range(lambda lo, hi: np.add(a[lo:hi], b[lo:hi], out=out[lo:hi]), out.size)
+
+
 def _copy_into(dst, src):
-    """``dst[:] = src`` for NDArrays, without a temporary on the CPU."""
+    """``dst[:] = src`` for NDArrays, without a temporary on the CPU.
+
+    Host arrays of one dtype are copied in pieces over the kernel threads
+    (:func:`ffnumba.thread_pool.split_range`): the store's weights go back to
+    every device after each update.
+    """
     if dst is src:
         return
     if dst.shape != src.shape:
         raise FFError('KVStore: shape mismatch, stored value %s, output %s'
                       % (src.shape, dst.shape))
-    dst._copy_from(src)
-
-
-def _on_host(buf, vals):
-    """True when ``buf`` and every NDArray of ``vals`` keep their values in host memory."""
-    from ..ndarray._device import host_compute
-    return all(host_compute(a.context) for a in [buf] + list(vals))
+    flat = _flat_hosts(dst, src)
+    if flat is None:
+        dst._copy_from(src)
+        return
+    d, s = flat
+    split_range(lambda lo, hi: d[lo:hi].__setitem__(Ellipsis, s[lo:hi]), d.size)
 
 
 class KVStore(KVStoreBase):
@@ -103,9 +128,9 @@ class KVStore(KVStoreBase):
             buf = zeros(stored.shape, stored.context, stored.dtype)
             self._buf[k] = buf
         rest = vals[1:]
-        hosts = [v._host() for v in vals[:2]] if _on_host(buf, vals[:2]) else None
-        if hosts is not None and len(hosts) == 2 and all(h.dtype == buf.dtype for h in hosts):
-            np.add(hosts[0], hosts[1], out=buf._host())    # one pass: (v0 + v1), as below
+        flat = _flat_hosts(buf, *vals[:2]) if len(vals) >= 2 else None
+        if flat is not None:
+            _split_add(*flat)                   # one pass: (v0 + v1), as below
             rest = vals[2:]
         else:
             buf._copy_from(vals[0])
@@ -134,8 +159,18 @@ class KVStore(KVStoreBase):
             raise FFError('KVStore.pull: `out` is required')
         for k, outs in _normalize(key, out, 'pull'):
             stored = self._stored(k, 'pull')
-            for o in outs:
-                _copy_into(o, stored)
+            outs = [o for o in outs if o is not stored]
+            flat = _flat_hosts(stored, *outs) if len(outs) > 1 else None
+            if flat is None or any(o.shape != stored.shape for o in outs):
+                for o in outs:
+                    _copy_into(o, stored)
+                continue
+            src, dsts = flat[0], flat[1:]
+
+            def piece(lo, hi, src=src, dsts=dsts):
+                for d in dsts:                  # the piece of ``src`` is read from cache
+                    d[lo:hi] = src[lo:hi]
+            split_range(piece, src.size)
 
     def pushpull(self, key, value, out=None, priority=0):
         """``push(key, value)`` then ``pull(key, out)`` (into ``value`` if ``out`` is None)."""

@@ -11,13 +11,16 @@ reduced (and, on the store, updated) on its own thread of the ``'update'``
 pool (:func:`ffnumba.thread_pool.run_parallel`): the sums, copies and
 optimizer kernels release the GIL. Each parameter is still summed in device
 order and updated once, so the values are the serial ones bit for bit.
+Inside a group each sum, update and copy runs on its thread alone
+(:func:`ffnumba.thread_pool.single_thread`); a single group (one parameter
+dominates) splits each of them over the kernel threads instead.
 Updates on the devices (``update_on_kvstore=False``) stay on one thread: the
 optimizer selects per-device state by a current context.
 """
 import os
 
 from ..ndarray._device import host_compute
-from ..thread_pool import run_parallel
+from ..thread_pool import run_parallel, single_thread
 from .local import KVStore
 
 __all__ = ['_initialize_kvstore', '_update_params_on_kvstore', '_update_params']
@@ -101,4 +104,10 @@ def _grouped(kvstore, live, grad_arrays, run):
     if len(groups) < 2 or max(sizes) > MAX_GROUP_SHARE * sum(sizes):
         run(live)        # one parameter dominates (LeNet's fc1): a thread hand-off only costs
         return
-    run_parallel(lambda t: run(groups[t]), len(groups), 'update')
+    def part(t):
+        before = single_thread(True)     # the groups fill the cores: no split inside them
+        try:
+            run(groups[t])
+        finally:
+            single_thread(before)
+    run_parallel(part, len(groups), 'update')

@@ -17,6 +17,7 @@ from ..ndarray._device import host_compute
 from ..ndarray.ndarray import NDArray
 from ..thread_pool import run_parallel
 from ..blas_threads import BLAS_THREADS_ENV, _blas_thread_cap, _cpu_count, _limit_blas_threads  # noqa: F401
+from ..blas_threads import contexts_running
 
 __all__ = ['DataParallelExecutorGroup', '_split_input_slice']
 
@@ -378,9 +379,10 @@ class DataParallelExecutorGroup:
             if all(host_compute(c) for c in self.contexts):
                 cap = _blas_thread_cap(n)
                 if cap is not None:
-                    _limit_blas_threads(cap, shared=n > 1)
+                    _limit_blas_threads(cap, shared=n > 1, contexts=n > 1)
             return
-        run_parallel(fn, n, 'exec')
+        with contexts_running():
+            run_parallel(fn, n, 'exec')
 
     def _loader(self, data_batch):
         """Return ``load(i)`` copying device ``i``'s slice of ``data_batch``."""

@@ -76,10 +76,12 @@ class _Caps(list):
     def __init__(self):
         super().__init__()
         self.shared = []
+        self.contexts = []
 
-    def record(self, n, shared=True):
+    def record(self, n, shared=True, contexts=False):
         self.append(n)
         self.shared.append(shared)
+        self.contexts.append(contexts)
 
 
 @pytest.fixture
@@ -99,6 +101,7 @@ def test_blas_cap_default_is_cores_per_device(blas_calls):
     _fit_two_cpus()
     assert blas_calls == [max(1, eg._cpu_count() // 2)]
     assert blas_calls.shared == [True]      # a share of the cores: prange kernels keep to it
+    assert blas_calls.contexts == [True]    # ... while the contexts run side by side
 
 
 def test_blas_cap_env_zero_leaves_blas_alone(blas_calls, monkeypatch):
@@ -132,8 +135,10 @@ def test_single_context_cap_leaves_prange_kernels_all_threads(monkeypatch):
     assert blas_threads.kernel_thread_cap() is None
     assert split_threads(64) == min(64, get_num_threads())
     monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'shared', True)     # two contexts
-    assert blas_threads.kernel_thread_cap() == 1
-    assert split_threads(64) == 1
+    monkeypatch.setitem(blas_threads._BLAS_LIMITED, 'contexts_only', True)
+    with blas_threads.contexts_running():                                # side by side
+        assert blas_threads.kernel_thread_cap() == 1
+        assert split_threads(64) == 1
 
 
 @pytest.mark.parametrize('var', ['OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'])
