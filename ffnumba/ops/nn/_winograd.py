@@ -203,9 +203,11 @@ def _input_tf(padf, row, TH, TW, v, base, CL):
     for i in range(TH):
         r0 = np.uint64(2 * i * row)
         q = np.uint64(base + i * TW)
+        # tiles overlap by two columns: a tile's columns 2 and 3 are the next one's 0 and 1
+        c2, c3 = _col4(padf, r0, ur), _col4(padf, r0 + np.uint64(1), ur)
         for j in range(np.uint64(TW)):
             k = r0 + np.uint64(2) * j
-            c0, c1 = _col4(padf, k, ur), _col4(padf, k + np.uint64(1), ur)
+            c0, c1 = c2, c3
             c2, c3 = _col4(padf, k + np.uint64(2), ur), _col4(padf, k + np.uint64(3), ur)
             o = q + j
             for r in range(4):       # row r of B^T d, times B

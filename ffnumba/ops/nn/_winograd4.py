@@ -182,14 +182,16 @@ def input_tf(padf, row, TH, TW, v, base, CL):
     """``v[e*CL + base + i*TW + j] = (B^T d B)[e]`` for the 6x6 tiles ``d`` of one padded plane."""
     ucl = np.uint64(CL)
     ur = np.uint64(row)
+    u1, u2, u3, u4, u5 = (np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4),
+                          np.uint64(5))     # uint64 offsets: one compiled _col
     for i in range(TH):
         r0 = np.uint64(4 * i * row)
         q = np.uint64(base + i * TW)
+        # tiles overlap by two columns: a tile's columns 4 and 5 are the next one's 0 and 1
+        c4, c5 = _col(padf, r0, ur), _col(padf, r0 + u1, ur)
         for j in range(np.uint64(TW)):
             k = r0 + np.uint64(4) * j
-            u1, u2, u3, u4, u5 = (np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4),
-                                  np.uint64(5))     # uint64 offsets: one compiled _col
-            c0, c1, c2 = _col(padf, k, ur), _col(padf, k + u1, ur), _col(padf, k + u2, ur)
+            c0, c1, c2 = c4, c5, _col(padf, k + u2, ur)
             c3, c4, c5 = _col(padf, k + u3, ur), _col(padf, k + u4, ur), _col(padf, k + u5, ur)
             o = q + j
             for r in range(6):

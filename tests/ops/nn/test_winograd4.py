@@ -224,3 +224,29 @@ def test_float32_forward_error_within_4x_im2col(monkeypatch):
         errs[env] = np.abs(y - ref).max() / np.abs(ref).max()
     assert spy.calls == [('f', 4)]
     assert errs['1'] < 4 * errs['0'], errs
+
+
+@pytest.mark.parametrize('m', [2, 4])
+@pytest.mark.parametrize('h, w', [(1, 1), (3, 2), (5, 9), (8, 8)])
+def test_input_transform_is_bt_d_b_per_tile(m, h, w):
+    """Each tile's ``B^T d B`` as the definition has it, whatever the tile row's length: the
+    input transforms carry the two columns a tile shares with the next one along the row."""
+    rng = np.random.default_rng(m * 100 + h * 10 + w)
+    a = m + 2
+    bt1 = w4._bt.py_func if m == 4 else wg._bt4.py_func
+    BT = np.array([bt1(*e) for e in np.eye(a)]).T        # column k = B^T of unit vector k
+    th, tw = wg.tiles(h, w, m)
+    row = m * tw + 2
+    x = rng.uniform(-1, 1, (1, 1, h, w))
+    pad = np.zeros((m * th + 2) * row)
+    wg._load_plane(x.reshape(-1), 0, h, w, 1, 1, pad, row)
+    T = th * tw
+    v = np.full(a * a * T, np.nan)
+    tf = w4.input_tf if m == 4 else wg._input_tf
+    tf(pad, row, th, tw, v, 0, T)
+    p2 = pad.reshape(m * th + 2, row)
+    for i in range(th):
+        for j in range(tw):
+            d = p2[m * i:m * i + a, m * j:m * j + a]
+            got = v.reshape(a * a, T)[:, i * tw + j].reshape(a, a)
+            np.testing.assert_allclose(got, BT @ d @ BT.T, rtol=1e-12, atol=1e-12)
