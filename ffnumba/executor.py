@@ -27,6 +27,7 @@ import numpy as np
 from ._executor_fuse import find_chains, fused_plan, lives_until
 from ._executor_branches import branches_enabled, cut_nodes, region_lives
 from ._executor_run import CallPlan
+from ._executor_train_fuse import train_plans
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
                              _host_values, _reraise)
 from ._memory_plan import (describe, plan_gradients, plan_memory, sharing_enabled,
@@ -238,8 +239,9 @@ class Executor:
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
         # a graph with no wide region (a chain, residual blocks) makes no schedule at all
-        self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan,
-                               branchy and len(cuts) < len(fwd_plan))
+        self._calls = CallPlan(view.nodes, *train_plans(view, types, ctx, fwd_plan, bwd_plan, _Rec)
+                               if self._var_req else (fwd_plan, bwd_plan),
+                               branches=branchy and len(cuts) < len(fwd_plan))
         self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
             if chains else None
 

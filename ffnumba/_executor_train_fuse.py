@@ -1,0 +1,151 @@
+"""Training-time fusion: ``BatchNorm -> relu | clip`` as one forward and one backward call.
+
+A CPU executor with gradients finds, at bind, every BatchNorm (float32 or
+float64 data, without ``output_mean_var``) whose output is read by exactly one
+node, as that node's data, and by nobody else (not a graph output, nor a
+``get_internals()`` head), where that node is ``Activation(act_type='relu')``,
+``relu`` or ``clip`` (MobileNet v2's ``relu6``). Its forward and backward calls
+(:class:`ffnumba._executor_run.CallPlan`, the plain and the two-thread branch
+schedule alike) then run the pair as one call each
+(:mod:`ffnumba.ops.nn._bn_act`): the forward writes the activation's output
+straight from the normalised values, and the backward turns the activation's
+head gradient into BatchNorm's on the fly, so neither the BatchNorm output nor
+its gradient is written or read. Results are bit-identical to the unfused
+operators (the same arithmetic in the same order), moving statistics and
+``grad_req='add'`` included.
+
+The backward pair fuses only where the memory plan runs the two backward calls
+one right after the other (always in a chain; the fused call runs there), and
+where no input of the BatchNorm is repeated. A pair with no backward at all
+(nothing upstream needs a gradient) fuses its forward only; a pair whose
+activation runs backward but whose BatchNorm does not stays unfused. A
+``backward()`` before any forward runs the unfused pair (it reads whatever the
+buffers hold, as unfused). Monitors run the unfused per-node loop.
+``FFNUMBA_FUSE=0`` (read at bind) turns this off too.
+"""
+import numpy as np
+
+from ._executor_fuse import fusion_enabled
+from .ndarray._device import host_compute
+from .ops.nn import _bn_act
+
+__all__ = ['train_chains', 'train_plans']
+
+_FLOATS = (np.dtype('float32'), np.dtype('float64'))
+
+
+def _act_mode(node):
+    """``(mode, lo, hi)`` of an activation that fuses after a BatchNorm, else None."""
+    name = node.op.name if node.op is not None else None
+    if (name == 'Activation' and node.params.act_type == 'relu') or name == 'relu':
+        return _bn_act.RELU, 0.0, 0.0
+    if name == 'clip':
+        return _bn_act.CLIP, float(node.params.a_min), float(node.params.a_max)
+    return None
+
+
+def train_chains(view, types, ctx):
+    """``[(bn, act)]`` node ids of the BatchNorm -> activation pairs that may fuse.
+
+    Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
+    """
+    if not host_compute(ctx) or not fusion_enabled():
+        return []
+    heads = set(view.heads)
+    uses = {}
+    for nid, ents in enumerate(view.in_entries):
+        for pos, e in enumerate(ents):
+            uses.setdefault(e, []).append((nid, pos))
+    out = []
+    for nid, node in enumerate(view.nodes):
+        if node.op is None or node.op.name != 'BatchNorm' or node.params.output_mean_var:
+            continue
+        e = view.entry_ptr[nid]
+        if view.entry_ptr[nid + 1] - e != 1 or e in heads or np.dtype(types[e]) not in _FLOATS:
+            continue
+        use = uses.get(e, [])
+        if len(use) != 1 or use[0][1] != 0 or _act_mode(view.nodes[use[0][0]]) is None:
+            continue
+        out.append((nid, use[0][0]))
+    return out
+
+
+def _fwd_call(mode, lo, hi):
+    fwd = _bn_act.forward
+
+    def call(ctx, p, ins, outs, aux):
+        fwd(ctx, p, ins, outs[0], aux, mode, lo, hi)
+    return call
+
+
+def _bwd_call(mode, lo, hi, act_rec, bn_rec):
+    bwd = _bn_act.backward
+    a, b = act_rec, bn_rec
+
+    def call(ctx, p, og, ins, outs, ig, reqs, aux):
+        if 'batch' not in ctx.state:      # no forward yet: the unfused pair, as it would run
+            a.bwd(a.ctx, a.p, a.ograds, a.ins, a.outs, a.igrads, a.reqs, a.aux)
+            b.bwd(b.ctx, b.p, b.ograds, b.ins, b.outs, b.igrads, b.reqs, b.aux)
+            return
+        bwd(ctx, p, og[0], ins, ig, reqs, aux, mode, lo, hi)
+    return call
+
+
+def train_plans(view, types, ctx, fwd_plan, bwd_plan, make_rec):
+    """The forward and backward records with each fusable pair replaced by one record.
+
+    Parameters
+    ----------
+    view : GraphView
+    types : list
+        Per entry, the bound dtype.
+    ctx : Context
+    fwd_plan, bwd_plan : list of executor records
+        The unfused passes (see :mod:`ffnumba._executor_run`).
+    make_rec : callable
+        Makes an empty record.
+
+    Returns
+    -------
+    (fwd_plan, bwd_plan) : two lists
+        New lists (the given ones are not changed); the fused forward record
+        sits at the activation's place, the fused backward record at the
+        activation's backward's.
+    """
+    chains = train_chains(view, types, ctx)
+    if not chains:
+        return fwd_plan, bwd_plan
+    frec = {r.nid: r for r in fwd_plan}
+    bpos = {r.nid: k for k, r in enumerate(bwd_plan)}
+    fwd_at, bwd_at, drop = {}, {}, set()
+    for bn, act in chains:
+        mode, lo, hi = _act_mode(view.nodes[act])
+        ka, kb = bpos.get(act), bpos.get(bn)
+        if ka is not None or kb is not None:
+            if ka is None or kb != ka + 1:
+                continue
+            ar, br = bwd_plan[ka], bwd_plan[kb]
+            if ar.post or br.post or ar.reqs[0] != 'write':
+                continue
+            r = _record(make_rec, br, frec[act])
+            r.ograds, r.igrads, r.reqs, r.post = ar.ograds, br.igrads, br.reqs, []
+            r.bwd = _bwd_call(mode, lo, hi, ar, br)
+            bwd_at[act] = r
+            drop.add(bn)
+        r = _record(make_rec, frec[bn], frec[act])
+        r.fwd = _fwd_call(mode, lo, hi)
+        fwd_at[act] = r
+        drop.add(bn)
+    fwd = [fwd_at.get(r.nid, r) for r in fwd_plan if r.nid not in drop]
+    bwd = [bwd_at.get(r.nid, r) for r in bwd_plan if r.nid not in drop]
+    return fwd, bwd
+
+
+def _record(make_rec, bn, act):
+    """A record with the BatchNorm's node, context, params and inputs, and the
+    activation's outputs."""
+    r = make_rec()
+    r.nid, r.name, r.p, r.ctx, r.ins, r.aux = bn.nid, bn.name, bn.p, bn.ctx, bn.ins, bn.aux
+    r.outs, r.out_names = act.outs, act.out_names
+    r.fwd, r.bwd = bn.fwd, bn.bwd
+    return r
