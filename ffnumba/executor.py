@@ -239,9 +239,9 @@ class Executor:
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
         # a graph with no wide region (a chain, residual blocks) makes no schedule at all
-        self._calls = CallPlan(view.nodes, *train_plans(view, types, ctx, fwd_plan, bwd_plan, _Rec)
-                               if self._var_req else (fwd_plan, bwd_plan),
-                               branches=branchy and len(cuts) < len(fwd_plan))
+        plans = train_plans(view, shapes, types, ctx, fwd_plan, bwd_plan, _Rec) \
+            if self._var_req else (fwd_plan, bwd_plan)
+        self._calls = CallPlan(view.nodes, *plans, branches=branchy and len(cuts) < len(fwd_plan))
         self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
             if chains else None
 

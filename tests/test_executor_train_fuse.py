@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import ffnumba as ff
+from ffnumba import _executor_train_fuse as tf_mod
 from ffnumba.ops.nn import _bn_act
 from ffnumba.ops.nn import batch_norm as bn_mod
 
@@ -143,7 +144,8 @@ def _same(a, b):
 @pytest.mark.parametrize('make,shape,fused', [
     (mobilenet_like, (3, 3, 9, 9), 4),
     (preact_like, (2, 3, 8, 8), 2),
-    (head_like, (2, 3, 7, 7), 0),
+    (head_like, (2, 3, 9, 9), 0),
+    (mobilenet_like, (2, 3, 4, 4), 0),          # planes under MIN_INNER: unfused
 ])
 def test_training_steps_bitwise_the_unfused_ones(monkeypatch, calls, make, shape, fused,
                                                  dtype, grad_req):
@@ -158,6 +160,7 @@ def test_training_steps_bitwise_the_unfused_ones(monkeypatch, calls, make, shape
 def test_global_stats_axis_and_evaluation_forward(monkeypatch, calls):
     """use_global_stats, a channels-last BatchNorm (axis=-1), and a backward after an
     evaluation forward of a training executor (moving statistics, no update)."""
+    monkeypatch.setattr(tf_mod, 'MIN_INNER', 1)         # fuse the channels-last one too
     def net():
         x = S.Convolution(S.Variable('data'), num_filter=6, kernel=(3, 3), name='c')
         x = S.clip(S.BatchNorm(x, use_global_stats=True, fix_gamma=False, name='g_bn'),
@@ -184,6 +187,7 @@ def test_backward_before_forward_runs_the_unfused_pair(monkeypatch, calls):
 def test_gradient_mask_at_the_clip_bounds(monkeypatch, calls):
     """BatchNorm outputs exactly at clip's bounds (gamma 0, beta on the bound): the
     closed-interval gradient passes there; relu's gradient at 0 does not."""
+    monkeypatch.setattr(tf_mod, 'MIN_INNER', 1)
     def net(act):
         x = S.BatchNorm(S.Variable('data'), fix_gamma=False, name='bn')
         x = S.clip(x, a_min=0, a_max=6) if act == 'relu6' else S.relu(x)
