@@ -1,4 +1,5 @@
-"""Training-time fusion: ``BatchNorm -> relu | clip`` as one forward and one backward call.
+"""Training-time fusion: ``BatchNorm -> relu | clip`` and ``elemwise_add -> relu`` as one
+forward and one backward call.
 
 A CPU executor with gradients finds, at bind, every BatchNorm (float32 or
 float64 data, without ``output_mean_var``, at least :data:`MIN_INNER` elements
@@ -23,12 +24,20 @@ activation runs backward but whose BatchNorm does not stays unfused. A
 ``backward()`` before any forward runs the unfused pair (it reads whatever the
 buffers hold, as unfused). Monitors run the unfused per-node loop.
 ``FFNUMBA_FUSE=0`` (read at bind) turns this off too.
+
+Likewise every ``elemwise_add -> relu`` pair (ResNet's residual sums; the same
+conditions on the sum) runs its forward as one pass
+(:func:`ffnumba.ops.nn._conv_epilogue.add_relu_forward`) and its backward as one
+pass that writes (or adds) the masked head gradient straight into both
+operands' gradients (:func:`ffnumba.ops.nn._bn_act.relu_add_backward`): the sum
+and its gradient are never written. Bit-identical (elementwise, no sums).
 """
 import numpy as np
 
 from ._executor_fuse import fusion_enabled
 from .ndarray._device import host_compute
 from .ops.nn import _bn_act
+from .ops.nn._conv_epilogue import add_relu_forward
 
 __all__ = ['train_chains', 'train_plans']
 
@@ -65,19 +74,41 @@ def train_chains(view, shapes, types, ctx):
             uses.setdefault(e, []).append((nid, pos))
     out = []
     for nid, node in enumerate(view.nodes):
-        if node.op is None or node.op.name != 'BatchNorm' or node.params.output_mean_var:
+        name = node.op.name if node.op is not None else None
+        if name not in ('BatchNorm', 'elemwise_add'):
             continue
         e = view.entry_ptr[nid]
         if view.entry_ptr[nid + 1] - e != 1 or e in heads or np.dtype(types[e]) not in _FLOATS:
             continue
-        ax = node.params.axis % len(shapes[e]) if shapes[e] else 0
-        if int(np.prod(shapes[e][ax + 1:], dtype=np.int64)) < MIN_INNER:
-            continue
+        if name == 'BatchNorm':
+            ax = node.params.axis % len(shapes[e]) if shapes[e] else 0
+            if node.params.output_mean_var or \
+                    int(np.prod(shapes[e][ax + 1:], dtype=np.int64)) < MIN_INNER:
+                continue
         use = uses.get(e, [])
-        if len(use) != 1 or use[0][1] != 0 or _act_mode(view.nodes[use[0][0]]) is None:
+        if len(use) != 1 or use[0][1] != 0:
+            continue
+        mode = _act_mode(view.nodes[use[0][0]])
+        if mode is None or (name == 'elemwise_add' and mode[0] != _bn_act.RELU):
             continue
         out.append((nid, use[0][0]))
     return out
+
+
+def _add_fwd_call():
+    fwd = add_relu_forward
+
+    def call(ctx, p, ins, outs, aux):
+        fwd(ins[0], ins[1], outs[0])
+    return call
+
+
+def _add_bwd_call():
+    bwd = _bn_act.relu_add_backward
+
+    def call(ctx, p, og, ins, outs, ig, reqs, aux):
+        bwd(outs[0], og[0], ig, reqs)
+    return call
 
 
 def _fwd_call(mode, lo, hi):
@@ -130,6 +161,7 @@ def train_plans(view, shapes, types, ctx, fwd_plan, bwd_plan, make_rec):
     fwd_at, bwd_at, drop = {}, {}, set()
     for bn, act in chains:
         mode, lo, hi = _act_mode(view.nodes[act])
+        add = view.nodes[bn].op.name == 'elemwise_add'
         ka, kb = bpos.get(act), bpos.get(bn)
         if ka is not None or kb is not None:
             if ka is None or kb != ka + 1:
@@ -139,11 +171,11 @@ def train_plans(view, shapes, types, ctx, fwd_plan, bwd_plan, make_rec):
                 continue
             r = _record(make_rec, br, frec[act])
             r.ograds, r.igrads, r.reqs, r.post = ar.ograds, br.igrads, br.reqs, []
-            r.bwd = _bwd_call(mode, lo, hi, ar, br)
+            r.bwd = _add_bwd_call() if add else _bwd_call(mode, lo, hi, ar, br)
             bwd_at[act] = r
             drop.add(bn)
         r = _record(make_rec, frec[bn], frec[act])
-        r.fwd = _fwd_call(mode, lo, hi)
+        r.fwd = _add_fwd_call() if add else _fwd_call(mode, lo, hi)
         fwd_at[act] = r
         drop.add(bn)
     fwd = [fwd_at.get(r.nid, r) for r in fwd_plan if r.nid not in drop]

@@ -23,16 +23,17 @@ def calls(monkeypatch):
     after it is set up."""
     seen = []
     real_f, real_b = _bn_act.forward, _bn_act.backward
+    real_af, real_ab = tf_mod.add_relu_forward, _bn_act.relu_add_backward
 
-    def fwd(*a):
-        seen.append('f')
-        return real_f(*a)
-
-    def bwd(*a):
-        seen.append('b')
-        return real_b(*a)
-    monkeypatch.setattr(_bn_act, 'forward', fwd)
-    monkeypatch.setattr(_bn_act, 'backward', bwd)
+    def counting(key, real):
+        def call(*a):
+            seen.append(key)
+            return real(*a)
+        return call
+    monkeypatch.setattr(_bn_act, 'forward', counting('f', real_f))
+    monkeypatch.setattr(_bn_act, 'backward', counting('b', real_b))
+    monkeypatch.setattr(tf_mod, 'add_relu_forward', counting('af', real_af))
+    monkeypatch.setattr(_bn_act, 'relu_add_backward', counting('ab', real_ab))
     return seen
 
 
@@ -80,6 +81,20 @@ def preact_like():
     x = S.elemwise_add(x, y, name='u_add')
     b = S.BatchNorm(x, fix_gamma=False, name='two_bn')     # two readers: unfused
     x = S.elemwise_add(S.relu(b, name='two_relu'), b, name='two_add')
+    return _head(x)
+
+
+def resnet_like():
+    """Two basic residual units (v1): ``elemwise_add -> relu`` after a BatchNorm without relu;
+    the second unit's sum is read by its relu only, the first's shortcut is the data of
+    the next unit and its shortcut (its gradient added); a sum of one value with itself
+    (a repeated input) stays unfused."""
+    x = _cba(S.Variable('data'), 'c0', 8)
+    for u in range(2):
+        y = _cba(_cba(x, 'u%d_a' % u, 8), 'u%d_b' % u, 8, act=None)
+        x = S.Activation(S.elemwise_add(y, x, name='u%d_add' % u), act_type='relu',
+                         name='u%d_relu' % u)
+    x = S.relu(x + x, name='twice_relu')
     return _head(x)
 
 
@@ -145,12 +160,15 @@ def _same(a, b):
     (mobilenet_like, (3, 3, 9, 9), 4),
     (preact_like, (2, 3, 8, 8), 2),
     (head_like, (2, 3, 9, 9), 0),
+    (resnet_like, (2, 3, 8, 8), 3),
     (mobilenet_like, (2, 3, 4, 4), 0),          # planes under MIN_INNER: unfused
 ])
 def test_training_steps_bitwise_the_unfused_ones(monkeypatch, calls, make, shape, fused,
                                                  dtype, grad_req):
     got = _train(monkeypatch, make, shape, True, dtype, grad_req)
     assert calls.count('f') == calls.count('b') == 3 * fused
+    adds = 6 if make is resnet_like else 0
+    assert calls.count('af') == calls.count('ab') == adds
     del calls[:]
     ref = _train(monkeypatch, make, shape, False, dtype, grad_req)
     assert not calls

@@ -25,6 +25,9 @@ recomputation assumes ``gamma`` and ``beta`` are not changed between the forward
 and the backward of a step (an optimizer updates them after the backward).
 Channels split over threads as BatchNorm's kernels do.
 
+:func:`relu_add_backward` is the backward of ResNet's ``relu(elemwise_add(a, b))``
+in one elementwise pass (the masked head gradient into both operands' gradients).
+
 Source: Ioffe & Szegedy, "Batch Normalization" (2015); the chain rule through
 ``relu``/``clip`` as in :mod:`ffnumba.ops.nn.activation` and ``ops.tensor.unary``.
 """
@@ -36,7 +39,7 @@ from ..tensor.unary import _clip, _clip_grad
 from . import batch_norm as _bn
 from .activation import relu, relu_grad
 
-__all__ = ['RELU', 'CLIP', 'forward', 'backward']
+__all__ = ['RELU', 'CLIP', 'forward', 'backward', 'relu_add_backward']
 
 #: Activation modes of the fused kernels.
 RELU, CLIP = 1, 2
@@ -229,3 +232,47 @@ def backward(ctx, p, dy, inputs, in_grads, req, aux, mode, lo, hi):
                       in_grads[0].reshape(-1) if wmode else xf, st['acc'], ss, mode,
                       float(lo), float(hi), _bn.BLOCK_ELEMS)
     _bn._param_grads(p, st, sums, in_grads, req, aux)
+
+
+# ------------------------------------------------ elemwise_add -> relu (ResNet's residual sums)
+
+@njit(**JIT)
+def _relu_add_bwd(y, dy, ga, gb, ma, mb):
+    """``g = dy * relu'(y)`` (relu's backward, in the dtype) written (mode 1) or added (2)
+    into ``ga`` and ``gb`` as ``elemwise_add``'s backward does (``g * 1.0``)."""
+    t = dy.dtype.type
+    for i in range(U(y.size)):
+        g = t(dy[i] * relu_grad(y[i], 0.0, 0.0))
+        if ma == 1:
+            ga[i] = g * 1.0
+        elif ma == 2:
+            ga[i] += g * 1.0
+        if mb == 1:
+            gb[i] = g * 1.0
+        elif mb == 2:
+            gb[i] += g * 1.0
+
+
+def relu_add_backward(y, dy, in_grads, req):
+    """The backward of ``relu(elemwise_add(a, b))`` in one pass: bit-identical to relu's
+    backward followed by ``elemwise_add``'s, without the sum's gradient.
+
+    Parameters
+    ----------
+    y, dy : ndarray
+        The relu's output and its gradient (one shape, float32 or float64).
+    in_grads : list of ndarray or None
+        The gradients of ``a`` and ``b`` (``y``'s shape and dtype).
+    req : list of str
+        Their requests, ``'write'``, ``'add'`` or ``'null'``.
+    """
+    from ...thread_pool import split_range
+    modes = {'null': 0, 'write': 1, 'add': 2}
+    ma, mb = modes[req[0]], modes[req[1]]
+    if not (ma or mb):
+        return
+    yf, gf = y.reshape(-1), dy.reshape(-1)
+    ga = in_grads[0].reshape(-1) if ma else gf
+    gb = in_grads[1].reshape(-1) if mb else gf
+    split_range(lambda lo, hi: _relu_add_bwd(yf[lo:hi], gf[lo:hi], ga[lo:hi], gb[lo:hi],
+                                             ma, mb), yf.size)
