@@ -39,7 +39,7 @@ from .ndarray._device import host_compute
 from .ops.nn import _bn_act
 from .ops.nn._conv_epilogue import add_relu_forward
 
-__all__ = ['train_chains', 'train_plans']
+__all__ = ['train_chains', 'train_plans', 'ahead_calls']
 
 _FLOATS = (np.dtype('float32'), np.dtype('float64'))
 #: Fewest elements per channel and sample (after the channel axis) of a fused BatchNorm
@@ -172,15 +172,31 @@ def train_plans(view, shapes, types, ctx, fwd_plan, bwd_plan, make_rec):
             r = _record(make_rec, br, frec[act])
             r.ograds, r.igrads, r.reqs, r.post = ar.ograds, br.igrads, br.reqs, []
             r.bwd = _add_bwd_call() if add else _bwd_call(mode, lo, hi, ar, br)
+            r.ahead = ('addrelu',) if add else ('bnact', mode, lo, hi)
             bwd_at[act] = r
             drop.add(bn)
         r = _record(make_rec, frec[bn], frec[act])
         r.fwd = _add_fwd_call() if add else _fwd_call(mode, lo, hi)
+        r.ahead = ('addrelu',) if add else ('bnact', mode, lo, hi)
         fwd_at[act] = r
         drop.add(bn)
     fwd = [fwd_at.get(r.nid, r) for r in fwd_plan if r.nid not in drop]
     bwd = [bwd_at.get(r.nid, r) for r in bwd_plan if r.nid not in drop]
     return fwd, bwd
+
+
+def ahead_calls(key):
+    """``(forward, backward)`` compute functions of a fused record's ``ahead`` key, for
+    the cold start's compile-ahead child (:mod:`ffnumba._compile_ahead`), which runs
+    them on zeros so that their kernels are compiled there."""
+    if key[0] == 'addrelu':
+        return _add_fwd_call(), _add_bwd_call()
+    mode, lo, hi = key[1:]
+    bwd = _bn_act.backward
+
+    def backward(ctx, p, og, ins, outs, ig, reqs, aux):
+        bwd(ctx, p, og[0], ins, ig, reqs, aux, mode, lo, hi)
+    return _fwd_call(mode, lo, hi), backward
 
 
 def _record(make_rec, bn, act):

@@ -252,3 +252,21 @@ def test_monitor_runs_unfused(monkeypatch, calls):
     exe.backward()
     assert not calls
     assert 'c0_bn_output' in names
+
+
+def test_compile_ahead_child_runs_the_fused_calls(monkeypatch):
+    """The cold start's child gets the fused calls (their ``ahead`` keys) and runs them on
+    zeros, so it compiles their kernels (:mod:`ffnumba._compile_ahead`)."""
+    from ffnumba import _compile_ahead
+    monkeypatch.setenv('FFNUMBA_FUSE', '1')
+    exe = resnet_like().simple_bind(ff.cpu(), data=(2, 3, 8, 8))
+    fwd, bwd = exe._runs
+    names = [n.op.name if n.op is not None else None for n in exe._view.nodes]
+    spec = _compile_ahead._plan_spec([(r, names[r.nid]) for r in fwd],
+                                     [(r, names[r.nid]) for r in bwd])
+    fused = [rec for rec in spec if isinstance(rec[1], tuple)]
+    assert sorted(set(rec[1][0] for rec in fused)) == ['addrelu', 'bnact']
+    assert len(fused) == 2 * 5       # 3 BatchNorm -> relu and 2 sums -> relu, both passes
+    rng = np.random.default_rng(0)
+    for rec in fused:
+        _compile_ahead._run_node(rec, rng)
