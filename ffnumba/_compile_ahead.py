@@ -157,11 +157,17 @@ def _plan_spec(fwd, bwd):
     params, ograds, ins, outs, igrads, reqs, aux)`` per backward node; arrays
     as ``(shape, dtype)`` (or None).
     """
-    recs = [('f', name, r.p, _spec_of(r.ins), _spec_of(r.outs), _spec_of(r.aux))
+    recs = [('f', _name(r, name), r.p, _spec_of(r.ins), _spec_of(r.outs), _spec_of(r.aux))
             for r, name in fwd]
-    recs += [('b', name, r.p, _spec_of(r.ograds), _spec_of(r.ins), _spec_of(r.outs),
+    recs += [('b', _name(r, name), r.p, _spec_of(r.ograds), _spec_of(r.ins), _spec_of(r.outs),
               _spec_of(r.igrads), list(r.reqs), _spec_of(r.aux)) for r, name in bwd]
     return recs
+
+
+def _name(rec, name):
+    """The op name of a record, or the key of a fused training call
+    (:func:`ffnumba._executor_train_fuse.ahead_calls`)."""
+    return getattr(rec, 'ahead', None) or name
 
 
 class Ahead:
@@ -491,8 +497,12 @@ def _run_node(rec, rng):
     from .context import cpu
     from .jit import direct
     from .ops.registry import OpContext, get_op
-    fwd, bwd = get_op(rec[1]).compute('cpu')
-    ctx = OpContext(True, cpu(), {}, rng, rec[1])
+    if isinstance(rec[1], tuple):       # a fused training call
+        from ._executor_train_fuse import ahead_calls
+        fwd, bwd = ahead_calls(rec[1])
+    else:
+        fwd, bwd = get_op(rec[1]).compute('cpu')
+    ctx = OpContext(True, cpu(), {}, rng, str(rec[1]))
     p = rec[2]
     if rec[0] == 'f':
         ins, outs, aux = _zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5])

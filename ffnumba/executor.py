@@ -27,6 +27,7 @@ import numpy as np
 from ._executor_fuse import find_chains, fused_plan, in_place, lives_until
 from ._executor_branches import branches_enabled, cut_nodes, region_lives
 from ._executor_run import CallPlan
+from ._executor_train_fuse import train_plans
 from ._executor_bind import (ArgumentError, allocate, norm_grad_req, report, _arrays, _copy_into,
                              _host_values, _reraise)
 from ._memory_plan import (describe, plan_gradients, plan_memory, sharing_enabled,
@@ -51,7 +52,7 @@ class _Rec:
     """Precomputed call of one operator node."""
 
     __slots__ = ('nid', 'name', 'fwd', 'bwd', 'p', 'ctx', 'ins', 'outs', 'aux', 'ograds',
-                 'igrads', 'reqs', 'post', 'out_names')
+                 'igrads', 'reqs', 'post', 'out_names', 'ahead')
 
 
 class Executor:
@@ -239,8 +240,9 @@ class Executor:
             bwd_plan.append(r)
         self._fwd_plan, self._bwd_plan = fwd_plan, bwd_plan
         # a graph with no wide region (a chain, residual blocks) makes no schedule at all
-        self._calls = CallPlan(view.nodes, fwd_plan, bwd_plan,
-                               branchy and len(cuts) < len(fwd_plan))
+        plans = self._runs = train_plans(view, shapes, types, ctx, fwd_plan, bwd_plan, _Rec) \
+            if self._var_req else (fwd_plan, bwd_plan)
+        self._calls = CallPlan(view.nodes, *plans, branches=branchy and len(cuts) < len(fwd_plan))
         self._fused = CallPlan(view.nodes, fused_plan(fwd_plan, chains, _Rec, view.nodes), []) \
             if chains else None
 
@@ -286,8 +288,8 @@ class Executor:
             # the cold start: a child compiles kernels from the back meanwhile
             names = [node.op.name if node.op is not None else None for node in self._view.nodes]
             ahead = self._ahead = _compile_ahead.start(
-                self._ctx.device_type, [(r, names[r.nid]) for r in self._fwd_plan],
-                [(r, names[r.nid]) for r in self._bwd_plan]) or False
+                self._ctx.device_type, [(r, names[r.nid]) for r in self._runs[0]],
+                [(r, names[r.nid]) for r in self._runs[1]]) or False
         elif what == 'backward' and ahead:
             ahead.before_backward(getattr(self, '_first_forward_s', 0.0))
         tic = time.perf_counter()

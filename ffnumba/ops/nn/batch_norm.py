@@ -169,36 +169,42 @@ def _affine(mean, var, gamma, beta, eps, acc, clo, chi):
 
 
 @njit(**JIT)
-def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
-    """Normalise channels ``clo..chi``; with ``batch`` first store their batch mean and
-    biased variance in ``mean`` / ``var`` (sums of ``x - x[0, c, 0]`` and of its square,
-    the shift guarding against cancellation; an inf or NaN shift is 0, so an inf gives
-    an inf mean as in MXNet). ``acc`` is float64 scratch ``(3, C)``."""
+def _batch_stats(xf, O, C, I, mean, var, acc, clo, chi):
+    """Store the batch mean and biased variance of channels ``clo..chi`` in ``mean`` /
+    ``var`` (sums of ``x - x[0, c, 0]`` and of its square, the shift guarding against
+    cancellation; an inf or NaN shift is 0, so an inf gives an inf mean as in MXNet)."""
     n = O * I
+    for c in range(clo, chi):
+        acc[0, c] = 0.0
+        acc[1, c] = 0.0
+        k = xf[c * I]
+        acc[2, c] = k if k - k == 0 else 0.0
+    z = xf.dtype.type(0)
+    for o in range(O):
+        for c in range(clo, chi):
+            k = xf.dtype.type(acc[2, c])      # an element of x: exact in its dtype
+            for i0 in range(0, I, PART_SUM):
+                b = U((o * C + c) * I + i0)
+                s = z
+                ss = z
+                for i in range(U(min(PART_SUM, I - i0))):
+                    d = xf[b + i] - k
+                    s += d
+                    ss += d * d
+                acc[0, c] += s
+                acc[1, c] += ss
+    for c in range(clo, chi):
+        m = acc[0, c] / n
+        mean[c] = acc[2, c] + m
+        var[c] = max(acc[1, c] / n - m * m, 0.0)
+
+
+@njit(**JIT)
+def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
+    """Normalise channels ``clo..chi``; with ``batch`` first store their batch statistics
+    (:func:`_batch_stats`). ``acc`` is float64 scratch ``(3, C)``."""
     if batch:
-        for c in range(clo, chi):
-            acc[0, c] = 0.0
-            acc[1, c] = 0.0
-            k = xf[c * I]
-            acc[2, c] = k if k - k == 0 else 0.0
-        z = xf.dtype.type(0)
-        for o in range(O):
-            for c in range(clo, chi):
-                k = xf.dtype.type(acc[2, c])      # an element of x: exact in its dtype
-                for i0 in range(0, I, PART_SUM):
-                    b = U((o * C + c) * I + i0)
-                    s = z
-                    ss = z
-                    for i in range(U(min(PART_SUM, I - i0))):
-                        d = xf[b + i] - k
-                        s += d
-                        ss += d * d
-                    acc[0, c] += s
-                    acc[1, c] += ss
-        for c in range(clo, chi):
-            m = acc[0, c] / n
-            mean[c] = acc[2, c] + m
-            var[c] = max(acc[1, c] / n - m * m, 0.0)
+        _batch_stats(xf, O, C, I, mean, var, acc, clo, chi)
     _affine(mean, var, gamma, beta, eps, acc, clo, chi)
     for o in range(O):
         for c in range(clo, chi):
@@ -372,6 +378,12 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     _run_channels(_bwd_range, data.size, c, xf, out_grads[0].reshape(-1), o, c, i, mean,
                   var, gamma, p.eps, not p.use_global_stats, mode, sums,
                   in_grads[0].reshape(-1) if mode else xf, st['acc'], BLOCK_ELEMS)
+    _param_grads(p, st, sums, in_grads, req, aux)
+
+
+def _param_grads(p, st, sums, in_grads, req, aux):
+    """gamma's and beta's gradients from the channel ``sums``; the moving statistics'
+    update after a training forward (``st``: the node state)."""
     if req[1] == 'write':
         in_grads[1][...] = 0 if p.fix_gamma else sums[1]
     elif req[1] == 'add' and not p.fix_gamma:
@@ -382,8 +394,8 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
         in_grads[2] += sums[0]
     if st['batch']:
         m = p.momentum
-        aux[0][...] = aux[0] * m + mean * (1.0 - m)
-        aux[1][...] = aux[1] * m + var * (1.0 - m)
+        aux[0][...] = aux[0] * m + st['mean'] * (1.0 - m)
+        aux[1][...] = aux[1] * m + st['var'] * (1.0 - m)
 
 
 # ----------------------------------------------------------------- GPU kernels
