@@ -148,3 +148,45 @@ def test_winograd4_column_transforms_float32_twins_compute_the_same():
             as32 = fn(*[np.float32(a) for a in args])
             as64 = fn(*[np.float64(a) for a in args])
             assert np.array(as32, np.float64).tobytes() == np.array(as64, np.float64).tobytes()
+
+
+_KEYS = r'''
+import gc, json
+import ffnumba
+from numba import types
+from numba.core.registry import cpu_target
+keys = {}
+for obj in gc.get_objects():
+    if isinstance(obj, ffnumba.jit.LazyKernel) and obj.kernel.py_func.__closure__:
+        k = obj.kernel
+        cells = ','.join(getattr(getattr(c.cell_contents, 'py_func', None), '__qualname__', '?')
+                         for c in k.py_func.__closure__)
+        key = k._cache._index_key((types.float32[::1],), cpu_target.target_context.codegen())
+        keys.setdefault('%s.%s[%s]' % (k.py_func.__module__, k.py_func.__qualname__, cells),
+                        []).append(str(key))
+print(json.dumps({n: sorted(v) for n, v in keys.items()}))
+'''
+
+
+def test_template_cache_keys_same_from_source_and_from_pyc(tmp_path):
+    # a process that compiles ffnumba's modules from source and one that loads their .pyc
+    # files key the template kernels (closures over their scalar bodies) alike: a warm start
+    # finds what a cold start cached however each loaded the package (numba's own key, a
+    # pickle of the bodies, differed for every one of them)
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONPYCACHEPREFIX=str(tmp_path / 'pyc'))
+    env.pop('PYTHONDONTWRITEBYTECODE', None)
+    runs = []
+    for _ in range(2):      # the first compiles from source and writes the .pyc files
+        proc = subprocess.run([sys.executable, '-c', _KEYS], env=env, capture_output=True,
+                              text=True, timeout=600, cwd=str(tmp_path))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert any(f.endswith('.pyc') for _, _, fs in os.walk(tmp_path / 'pyc') for f in fs)
+    assert len(runs[0]) > 100 and runs[0] == runs[1]
+    # and two different bodies never share a key in one kernel's index
+    by_kernel = {}
+    for name, keys in runs[0].items():
+        kernel = name.split('[')[0]
+        for key in set(keys):
+            assert (kernel, key) not in by_kernel, (name, by_kernel.get((kernel, key)))
+            by_kernel[(kernel, key)] = name
