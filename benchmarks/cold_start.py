@@ -30,6 +30,9 @@ several ``--roots`` (source trees, each put first on ``PYTHONPATH``) the trees
 alternate inside each round so a busy phase of the machine hits all of them,
 and the table shows the best (smallest) of the rounds.
 
+Each round's line also counts the kernels each child compiled (the helpers compiled
+inside a kernel not counted): a warm child that compiles any is flagged under the
+table (numba's cache lost entries, or a kernel does not cache).
 ``--detail`` lists, for the cold child, every numba compilation by function
 and how many signatures it compiled, and the total compile time (numba's
 ``numba:compile`` events; nested compiles count toward their caller's time),
@@ -102,7 +105,7 @@ def worker(args):
     if args.net == 'numba-floor':
         return floor()
     tic = time.perf_counter()
-    record = _compile_listener() if args.detail else None
+    record = _compile_listener()     # cheap: numba's events fire only on a compile
     import ffnumba as ff
     t_import = time.perf_counter() - tic
     out = {'import': t_import}
@@ -131,6 +134,9 @@ def worker(args):
     res = mod.get_outputs()[0].asnumpy()
     out['first_batch'] = time.perf_counter() - tic
     out['cpu'] = time.process_time()    # this process's CPU seconds (a compile-ahead child's not)
+    # kernels compiled here up to the first batch's end (helpers compiled inside them not
+    # counted): a warm start should compile none
+    out['kernels'] = sum(e[2] == 0 for v in record['calls'].values() for e in v)
     out['bind'] = t_bound - t_import
     out['finite'] = bool(np.isfinite(res).all())
     # one more batch, after the timing above: the steady-state step, so the table can
@@ -140,7 +146,7 @@ def worker(args):
     mod.update()
     mod.get_outputs()[0].asnumpy()
     out['step'] = time.perf_counter() - tic
-    if record is not None:
+    if args.detail:
         out['compiles'] = record['calls']
         out['compile_seconds'] = record['top_seconds']
         out['cuda_imported'] = 'numba.cuda' in sys.modules
@@ -195,6 +201,7 @@ def main():
     roots = args.roots.split(',')
     nets = args.nets.split(',')
     best = {}
+    recompiled = {}     # (root, net) -> most kernels a warm child compiled (should be 0)
     nan = float('nan')
 
     def keep(key, value):
@@ -225,10 +232,15 @@ def main():
                     keep((root, net, 'warm_import'), warm['import'])
                     keep((root, net, 'warm_process'), warm['process'])
                     keep((root, net, 'step'), warm.get('step'))
-                print('round %d  %-16s %-22s cold %6.2f s (cpu %6.2f)   warm %5.2f s (import %.2f)'
+                if warm is not None:
+                    recompiled[(root, net)] = max(recompiled.get((root, net), 0),
+                                                  warm.get('kernels', 0))
+                print('round %d  %-16s %-22s cold %6.2f s (cpu %6.2f, %s kernels compiled)   '
+                      'warm %5.2f s (import %.2f, %s compiled)'
                       % (rnd + 1, net, root[-22:], cold['first_batch'], cold.get('cpu', nan),
-                         warm['first_batch'] if warm else float('nan'),
-                         warm['import'] if warm else float('nan')), flush=True)
+                         cold.get('kernels', '-'), warm['first_batch'] if warm else float('nan'),
+                         warm['import'] if warm else float('nan'),
+                         warm.get('kernels', '-') if warm else '-'), flush=True)
                 if args.detail:
                     calls = cold.get('compiles', {})
                     print('  %d functions, %d signatures compiled, %.1f s compiling; '
@@ -260,6 +272,9 @@ def main():
                      best.get((root, net, 'cold_cpu'), nan), warm,
                      best.get((root, net, 'warm_process'), nan),
                      best.get((root, net, 'warm_cpu'), nan), step, warm - step))
+            if recompiled.get((root, net)):
+                print('  %-16s a warm start compiled %d kernel(s): the cache lost entries'
+                      % ('', recompiled[(root, net)]))
 
 
 if __name__ == '__main__':

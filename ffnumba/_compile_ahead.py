@@ -30,10 +30,11 @@ When the parent's first backward is done the child, if still running, is
 stopped (:meth:`Ahead.done`) and the claims folder removed.
 
 Safe by construction: numba writes every cache file under a temporary name
-and renames it into place, data before index, so neither process ever reads
-a torn or half-written entry (a kernel both compile is written twice, with
-the same contents; a child stopped while writing leaves at most an unused
-``*.tmp.*`` file); the child shares nothing else with the parent, and
+and renames it into place, so neither process ever reads a torn file (a
+child stopped while writing leaves at most an unused ``*.tmp.*`` file); the
+two read and write numba's cache under one lock (:meth:`_Claims.locked`), so
+two saves into one function's index never race (which lost entries, and
+could give two kernels one data file); the child shares nothing else with the parent, and
 whatever it has not compiled the parent compiles as before. It runs only when
 it can help:
 
@@ -55,6 +56,7 @@ it can help:
   then (``atexit``), so no process outlives it.
 """
 import atexit
+import contextlib
 import hashlib
 import logging
 import os
@@ -254,6 +256,7 @@ class _Claims:
         self.depth = 0
         self.mine = {}      # (cache id, signature) -> claim path, held by this process
         self.waited = 0.0   # seconds the parent waited for the child's kernels
+        self._lock_path = os.path.join(folder, 'cache.lock')
 
     # ------------------------------------------------------------ hooks
     def install(self):
@@ -307,17 +310,50 @@ class _Claims:
             # the child compiles it: wait for the cache entry
             while self.alive() and _age(path) < CLAIM_WAIT_MAX:
                 time.sleep(CLAIM_POLL)
-                res = _Claims._real[0](cache, sig, target_context)
+                with self.locked():
+                    res = _Claims._real[0](cache, sig, target_context)
                 if res is not None:
                     self.waited += time.perf_counter() - tic
                     return res
-            res = _Claims._real[0](cache, sig, target_context)   # saved as the claim went
+            with self.locked():     # saved as the claim went
+                res = _Claims._real[0](cache, sig, target_context)
             self.waited += time.perf_counter() - tic
             if res is not None:
                 return res
             if os.path.exists(path):    # the child is gone or slow: compile here, unclaimed
                 return None
             # the claim was dropped without a cache entry: claim it ourselves
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold this cold start's cache lock (``<folder>/cache.lock``, ``flock``) for one
+        numba cache read or write.
+
+        numba's save of a kernel reads its function's index, adds the entry and
+        writes the index back, then writes the data file it numbered. The index
+        is shared by every signature of a function (and by every closure of one
+        template, which has one qualname), so two processes saving into it at
+        once lose one entry (recompiled by the next warm start) or give two
+        keys one data file, one index naming the other's code: a kernel that
+        computes another operator's result. Under the lock the saves of the
+        parent and the child run one after the other, and neither reads an
+        entry while the other writes it. Without the folder (closed) or
+        ``fcntl`` (not POSIX) it holds nothing.
+        """
+        fd = None
+        try:
+            import fcntl
+            fd = os.open(self._lock_path, os.O_CREAT | os.O_RDWR)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            if fd is not None:
+                os.close(fd)
+            fd = None
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)        # closing the only descriptor releases the flock
 
     def saved(self, cache, sig):
         """numba saved a kernel this process compiled: its claim ends."""
@@ -361,20 +397,25 @@ def _ours(cache):
 
 
 def _load_overload(cache, sig, target_context):
-    res = _Claims._real[0](cache, sig, target_context)
     claims = _Claims._active
-    if res is not None or claims is None or claims.depth > 0 or not _ours(cache):
+    if claims is None:
+        return _Claims._real[0](cache, sig, target_context)
+    with claims.locked():
+        res = _Claims._real[0](cache, sig, target_context)
+    if res is not None or claims.depth > 0 or not _ours(cache):
         return res
     return claims.miss(cache, sig, target_context)
 
 
 def _save_overload(cache, sig, data):
+    claims = _Claims._active
+    if claims is None:
+        return _Claims._real[1](cache, sig, data)
     try:
-        _Claims._real[1](cache, sig, data)
+        with claims.locked():
+            _Claims._real[1](cache, sig, data)
     finally:
-        claims = _Claims._active
-        if claims is not None:
-            claims.saved(cache, sig)
+        claims.saved(cache, sig)
 
 
 def _depth_listener():

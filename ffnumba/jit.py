@@ -343,3 +343,102 @@ def stable_cache_key(*fns):
         todo.extend(glb[n] for n in f.py_func.__code__.co_names
                     if hasattr(glb.get(n), '_set_uuid'))
     return fns
+
+
+def _digest_value(v, h, seen):
+    """Feed ``v`` (a closure cell or a global a kernel body names) into ``h`` by value.
+
+    Dispatchers and Python functions by their code (recursively through the
+    globals they name), constants by a canonical ``repr``; anything else by its
+    pickle (as numba does). Never by object identity, which is what makes a
+    pickle differ between a module compiled from source and one loaded from
+    its ``.pyc`` (pickle shares repeated objects, and which strings are one
+    object depends on how the code was loaded).
+    """
+    import types
+    fn = getattr(v, 'py_func', v)
+    if isinstance(fn, types.FunctionType):
+        h.update(b'F%s.%s' % (fn.__module__.encode(), fn.__qualname__.encode()))
+        if id(fn) in seen:
+            return
+        seen.add(id(fn))
+        if fn is not v:         # a dispatcher: its options change the code too
+            h.update(repr(sorted((k, repr(sorted(o) if isinstance(o, (set, frozenset)) else o))
+                                 for k, o in v.targetoptions.items())).encode())
+        _digest_code(fn.__code__, h)
+        _digest_value(fn.__defaults__, h, seen)
+        _digest_value(tuple(sorted((fn.__kwdefaults__ or {}).items())), h, seen)
+        glb = fn.__globals__
+        for name in fn.__code__.co_names:
+            if name in glb:
+                h.update(b'G' + name.encode())
+                _digest_value(glb[name], h, seen)
+        for cell in fn.__closure__ or ():
+            _digest_value(cell.cell_contents, h, seen)
+    elif isinstance(v, types.ModuleType):
+        h.update(b'M' + v.__name__.encode())
+    elif v is None or isinstance(v, (bool, int, float, complex, str, bytes, np.generic, np.dtype)):
+        h.update(b'C' + repr(v).encode())
+    elif isinstance(v, (set, frozenset)):
+        h.update(b'S' + repr(sorted(map(repr, v))).encode())
+    elif isinstance(v, tuple):
+        h.update(b'T%d' % len(v))
+        for x in v:
+            _digest_value(x, h, seen)
+    else:
+        from numba.core.serialize import dumps
+        h.update(b'P' + dumps(v))
+
+
+def _digest_code(code, h):
+    import types
+    h.update(code.co_code)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
+                   code.co_argcount, code.co_kwonlyargcount, code.co_flags)).encode())
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _digest_code(c, h)
+        elif isinstance(c, frozenset):
+            h.update(repr(sorted(map(repr, c))).encode())
+        else:
+            h.update(repr(c).encode())
+
+
+def _stable_index_key(real):
+    """numba's ``Cache._index_key`` with the closure part computed by value for ffnumba's kernels.
+
+    numba keys a closure's cache entries by the hash of its pickled cells: for
+    a template kernel, the scalar bodies it closes over, pickled with their
+    code. That pickle differs between a process that compiled ffnumba's
+    modules from source and one that loaded their ``.pyc`` files, so a warm
+    start missed every template kernel a cold start had cached when the two
+    loaded the package differently (the first run after an edit or install,
+    ``PYTHONDONTWRITEBYTECODE``, another bytecode folder) and compiled them
+    again. Keys of other functions, and of a closure this cannot digest, are
+    numba's.
+    """
+    import hashlib
+
+    def _index_key(self, sig, codegen):
+        py = self._py_func
+        if not py.__closure__ or not (py.__module__ or '').startswith('ffnumba.'):
+            return real(self, sig, codegen)
+        try:
+            h = hashlib.sha256()
+            for cell in py.__closure__:
+                _digest_value(cell.cell_contents, h, set())
+        except Exception:   # noqa: BLE001 -- something this does not know: numba's key
+            return real(self, sig, codegen)
+        return (sig, codegen.magic_tuple(),
+                (hashlib.sha256(py.__code__.co_code).hexdigest(), 'ffnumba:' + h.hexdigest()))
+    _index_key.__wrapped__ = real
+    return _index_key
+
+
+def _install_stable_index_key():
+    from numba.core import caching
+    if not hasattr(caching.Cache._index_key, '__wrapped__'):
+        caching.Cache._index_key = _stable_index_key(caching.Cache._index_key)
+
+
+_install_stable_index_key()

@@ -51,6 +51,15 @@ if sys.argv[1] == 'conv':      # a Winograd-eligible layer, forward and backward
     exe.forward(is_train=True)
     exe.backward(ff.nd.ones(exe.outputs[0].shape))
     assert np.isfinite(exe.grad_dict['c_weight'].asnumpy()).all()
+if sys.argv[1] == 'conv4':     # F(4x4, 3x3) forward and backward
+    s = ff.sym.Convolution(ff.sym.Variable('data'), num_filter=16, kernel=(3, 3), pad=(1, 1),
+                           name='c')
+    exe = s.simple_bind(ff.cpu(), data=(2, 16, 8, 8))
+    for name, arr in exe.arg_dict.items():
+        arr[:] = np.random.default_rng(0).uniform(-1, 1, arr.shape).astype(np.float32)
+    exe.forward(is_train=True)
+    exe.backward(ff.nd.ones(exe.outputs[0].shape))
+    assert np.isfinite(exe.grad_dict['c_weight'].asnumpy()).all()
 if sys.argv[1] == 'deep':      # two threads, a deep layer: the backward split by channels
     from ffnumba.ops.nn import _conv_par as cp
     split = []
@@ -114,3 +123,70 @@ def test_channel_split_backward_compiles_no_driver_of_its_own(tmp_path):
     # pass run-time values where a literal (0, False) compiled a second specialization
     assert names.count('ffnumba.ops.nn._im2col._scatter') == 1, names
     assert names.count('ffnumba.ops.nn._im2col._gather') == 1, names
+
+
+def test_winograd4_column_transforms_compile_once(tmp_path):
+    # _bt and _g take float64 values in both of their passes (the first pass's float32
+    # entries converted exactly): one compiled signature each, where there were two
+    out = _child('conv4', tmp_path, NUMBA_NUM_THREADS='1')
+    names = out['all']
+    assert 'ffnumba.ops.nn._winograd4.input_tf' in names, names      # the F(4x4) path ran
+    assert names.count('ffnumba.ops.nn._winograd4._bt') == 1, names
+    assert names.count('ffnumba.ops.nn._winograd4._g') == 1, names
+
+
+def test_winograd4_column_transforms_float32_twins_compute_the_same():
+    # what makes the single signature exact: on float32 entries the float32 twins of _bt and
+    # _g give the very bits the float64 versions give on the same entries converted
+    import numpy as np
+    from ffnumba.ops.nn import _winograd4 as w4
+    rng = np.random.default_rng(0)
+    vals = np.concatenate([rng.standard_normal(600), rng.uniform(-1e4, 1e4, 600),
+                           rng.standard_normal(600) * 1e-30]).astype(np.float32)
+    for fn, k in ((w4._bt, 6), (w4._g, 3)):
+        for args in vals.reshape(-1, k)[:300]:
+            as32 = fn(*[np.float32(a) for a in args])
+            as64 = fn(*[np.float64(a) for a in args])
+            assert np.array(as32, np.float64).tobytes() == np.array(as64, np.float64).tobytes()
+
+
+_KEYS = r'''
+import gc, json
+import ffnumba
+from numba import types
+from numba.core.registry import cpu_target
+keys = {}
+for obj in gc.get_objects():
+    if isinstance(obj, ffnumba.jit.LazyKernel) and obj.kernel.py_func.__closure__:
+        k = obj.kernel
+        cells = ','.join(getattr(getattr(c.cell_contents, 'py_func', None), '__qualname__', '?')
+                         for c in k.py_func.__closure__)
+        key = k._cache._index_key((types.float32[::1],), cpu_target.target_context.codegen())
+        keys.setdefault('%s.%s[%s]' % (k.py_func.__module__, k.py_func.__qualname__, cells),
+                        []).append(str(key))
+print(json.dumps({n: sorted(v) for n, v in keys.items()}))
+'''
+
+
+def test_template_cache_keys_same_from_source_and_from_pyc(tmp_path):
+    # a process that compiles ffnumba's modules from source and one that loads their .pyc
+    # files key the template kernels (closures over their scalar bodies) alike: a warm start
+    # finds what a cold start cached however each loaded the package (numba's own key, a
+    # pickle of the bodies, differed for every one of them)
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONPYCACHEPREFIX=str(tmp_path / 'pyc'))
+    env.pop('PYTHONDONTWRITEBYTECODE', None)
+    runs = []
+    for _ in range(2):      # the first compiles from source and writes the .pyc files
+        proc = subprocess.run([sys.executable, '-c', _KEYS], env=env, capture_output=True,
+                              text=True, timeout=600, cwd=str(tmp_path))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert any(f.endswith('.pyc') for _, _, fs in os.walk(tmp_path / 'pyc') for f in fs)
+    assert len(runs[0]) > 100 and runs[0] == runs[1]
+    # and two different bodies never share a key in one kernel's index
+    by_kernel = {}
+    for name, keys in runs[0].items():
+        kernel = name.split('[')[0]
+        for key in set(keys):
+            assert (kernel, key) not in by_kernel, (name, by_kernel.get((kernel, key)))
+            by_kernel[(kernel, key)] = name

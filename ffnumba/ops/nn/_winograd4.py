@@ -130,9 +130,11 @@ def filter_transform(w, uf, us):
     st = np.uint64(us)
     for q in range(np.uint64(F * C)):
         k = np.uint64(9) * q
-        c0 = _g(wf[k], wf[k + 3], wf[k + 6])            # G g, column by column
-        c1 = _g(wf[k + 1], wf[k + 4], wf[k + 7])
-        c2 = _g(wf[k + 2], wf[k + 5], wf[k + 8])
+        # G g, column by column; float64 taps: one compiled _g (its float32 twin computed the
+        # same, every product being with a float64 constant first)
+        c0 = _g(_F(wf[k]), _F(wf[k + 3]), _F(wf[k + 6]))
+        c1 = _g(_F(wf[k + 1]), _F(wf[k + 4]), _F(wf[k + 7]))
+        c2 = _g(_F(wf[k + 2]), _F(wf[k + 5]), _F(wf[k + 8]))
         for r in range(6):
             row = _g(c0[r], c1[r], c2[r])
             for s in range(6):
@@ -172,9 +174,12 @@ def filter_transform_t(df, us, dw, add):
 
 @njit(**JIT)
 def _col(p, o, row):
-    """``B^T`` of the six entries ``p[o + k*row]``: one column of a 6x6 tile."""
-    return _bt(p[o], p[o + row], p[o + 2 * row], p[o + 3 * row], p[o + 4 * row],
-               p[o + 5 * row])
+    """``B^T`` of the six entries ``p[o + k*row]``: one column of a 6x6 tile.
+
+    In float64 (exact), so :func:`_bt` compiles once for both passes (in float32 it computed
+    the same: each of its sums has a float64 product in it first)."""
+    return _bt(_F(p[o]), _F(p[o + row]), _F(p[o + 2 * row]), _F(p[o + 3 * row]),
+               _F(p[o + 4 * row]), _F(p[o + 5 * row]))
 
 
 @njit(**JIT)
