@@ -20,6 +20,7 @@ It imports only numpy and numba; nothing in ffnumba sits below it but the
 standard library.
 """
 import functools
+import os
 import threading
 
 import numpy as np
@@ -435,10 +436,65 @@ def _stable_index_key(real):
     return _index_key
 
 
+def _salted(real):
+    """``real`` (the closure-aware key) with :data:`LINK_SALT` in every ffnumba kernel's key,
+    so no entry compiled before :func:`_own_copies` existed is loaded."""
+    def _index_key(self, sig, codegen):
+        key = real(self, sig, codegen)
+        if not self._py_func.__code__.co_filename.startswith(_PACKAGE_DIR) or \
+                LINK_SALT in key[1]:
+            return key
+        return (key[0], key[1] + (LINK_SALT,)) + tuple(key[2:])
+    _index_key.__wrapped__ = real
+    return _index_key
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+#: Part of every ffnumba kernel's cache key: entries compiled with each library calling
+#: its own copies of the functions it linked in (:func:`_own_copies`).
+LINK_SALT = 'ffnumba-own-copies-1'
+
+
+def _own_copies(real):
+    """numba's ``CPUCodeLibrary._finalize_final_module``, the linked-in copies made internal first.
+
+    numba links a compiled callee into each caller's module as ``linkonce_odr``
+    (weak) functions, optimises the whole module, then loads its object code.
+    A weak definition binds to a strong one of the same name loaded earlier:
+    a caller compiled in this process (its callees compiled standalone just
+    before it) called the standalone callees, while the same caller loaded
+    from the disk cache called them only if something had loaded them first,
+    and its own copies otherwise. With ``fastmath`` reassociation the two
+    copies are compiled in different contexts and may round differently, so
+    results depended on what the process had run before (found: BatchNorm's
+    backward through ``_bwd_block``, a fused-vs-unfused bitwise test that
+    failed after an edit recompiled part of the cache). Made ``internal``
+    after optimisation, a library always calls the code that was compiled
+    into it, fresh or cached; the code itself is unchanged.
+    """
+    from llvmlite import binding as ll
+
+    def _finalize_final_module(self):
+        try:
+            for fn in self._final_module.functions:
+                if not fn.is_declaration and fn.linkage == ll.Linkage.linkonce_odr:
+                    fn.linkage = ll.Linkage.internal
+        except Exception:   # noqa: BLE001 -- another numba: its own binding
+            pass
+        return real(self)
+    _finalize_final_module.__wrapped__ = real
+    return _finalize_final_module
+
+
 def _install_stable_index_key():
-    from numba.core import caching
+    from numba.core import caching, codegen
     if not hasattr(caching.Cache._index_key, '__wrapped__'):
-        caching.Cache._index_key = _stable_index_key(caching.Cache._index_key)
+        caching.Cache._index_key = _salted(_stable_index_key(caching.Cache._index_key))
+    lib = getattr(codegen, 'CPUCodeLibrary', None)
+    if lib is not None and hasattr(lib, '_finalize_final_module') and \
+            not hasattr(lib._finalize_final_module, '__wrapped__'):
+        lib._finalize_final_module = _own_copies(lib._finalize_final_module)
 
 
 _install_stable_index_key()
