@@ -240,20 +240,24 @@ def _reraise(node, phase, err):
                   % (node.name, node.op.name, phase, type(err).__name__, msg)) from err
 
 
-def report(callback, monitor_all, node, rec, ctx, backward, in_shapes):
+def report(callback, monitor_all, node, rec, ctx, backward, in_shapes, inputs=False):
     """Monitor callbacks for one node's forward (or backward), named as MXNet names them.
 
     ``rec``: the executor's precomputed call of ``node``; ``in_shapes``: its
     argument shapes (for zeros where a backward computes no gradient).
+    ``inputs``: the forward's inputs (``monitor_all``), reported before the node
+    runs as MXNet does (a node may write its output over an input it frees);
+    otherwise the forward's outputs, after it ran.
     """
     wrap = lambda a: NDArray(a, ctx)
+    if inputs:
+        names = node.arg_names() + node.aux_names()
+        for name, a in zip(names, rec.ins + rec.aux):
+            callback('%s_%s' % (node.name, name), wrap(a))
+        return
     if not backward:
         for name, a in zip(rec.out_names, rec.outs):
             callback(name, wrap(a))
-        if monitor_all:
-            names = node.arg_names() + node.aux_names()
-            for name, a in zip(names, rec.ins + rec.aux):
-                callback('%s_%s' % (node.name, name), wrap(a))
         return
     base = node.name + '_backward'
     if monitor_all:

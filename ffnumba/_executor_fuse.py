@@ -40,7 +40,7 @@ consumer (or consumed other than as the next node's ``data``), a monitor
 (``install_monitor`` runs the unfused per-node loop), a training forward
 (``is_train=True``: BatchNorm uses the batch statistics), or a training
 executor (its backward reads the intermediates; its ``forward(is_train=False)``
-stays unfused too). BatchNorm fuses with ``axis=1`` and without
+runs only the training pairs of :mod:`ffnumba._executor_train_fuse`). BatchNorm fuses with ``axis=1`` and without
 ``output_mean_var`` (any ``eps``, ``fix_gamma``, ``use_global_stats``); data of
 float32 or float64 only (float16 runs unfused). GPU executors run unfused.
 ``FFNUMBA_FUSE=0`` (read at bind) turns fusion off; ``FFNUMBA_FUSE=exact``

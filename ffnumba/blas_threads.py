@@ -6,6 +6,7 @@ See the Notes of :class:`~ffnumba.module.executor_group.DataParallelExecutorGrou
 import ctypes
 import logging
 import os
+import threading
 
 from .base import ParamError
 
@@ -15,6 +16,7 @@ _BLAS_LIMITED = {'threads': None, 'shared': False, 'contexts_only': False}
 #: How many groups of CPU executors are running side by side right now
 #: (:func:`contexts_running`): a cap shared only by contexts holds kernels there only.
 _RUNNING = [0]
+_RUNNING_LOCK = threading.Lock()
 #: ``(get_num_threads, set_num_threads)`` of further BLAS libraries the kernels call
 #: (:func:`register_blas`), held and capped with numba's.
 _REGISTERED = []
@@ -169,11 +171,13 @@ class contexts_running:  # noqa: N801 (a context manager used like a function)
     """
 
     def __enter__(self):
-        _RUNNING[0] += 1
+        with _RUNNING_LOCK:     # modules driven from several Python threads
+            _RUNNING[0] += 1
         return self
 
     def __exit__(self, *exc):
-        _RUNNING[0] -= 1
+        with _RUNNING_LOCK:
+            _RUNNING[0] -= 1
         return False
 
 

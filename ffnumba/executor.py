@@ -122,11 +122,9 @@ class Executor:
         if _reshaped is not None:
             self._chains = _reshaped._chains
         self._setup(_inferred, None if _reshaped is None else _reshaped._nd_of)
-        self._monitor = None
-        self._warm = set()   # passes that have run once (compile_notice)
+        self._monitor, self._warm = None, set()   # warm: passes run once (compile_notice)
         self._ahead = None   # compile-ahead child of the cold start (_compile_ahead), or False
-        self._first_forward_s = 0.0
-        self._monitor_all = False
+        self._first_forward_s, self._monitor_all, self._pairs_ran = 0.0, False, False
 
     # ------------------------------------------------------------ planning
     def _setup(self, inferred=None, shared=None):
@@ -178,8 +176,7 @@ class Executor:
             lives[e] = max(lives.get(e, nid), nid)
         self._plan, tmps = plan_memory(view, shapes, types, ctx, nd_of, keep, shared,
                                        (need, node_bwd, self._var_req, gbuf), sharing_enabled(),
-                                       lives, cuts,
-                                       in_place(view, chains, ctx, not self._var_req))
+                                       lives, cuts, in_place(view, chains, ctx, not self._var_req))
         self._nd_of = nd_of
         data = [a._data for a in nd_of]
         self.outputs = [nd_of[e] for e in view.heads]
@@ -304,22 +301,24 @@ class Executor:
     def _run_forward(self, is_train):
         self._calls.set_train(is_train)
         monitor = self._monitor
+        self._pairs_ran = monitor is None        # training pairs fused (a backward must be too)
         if monitor is None:
             if not is_train and self._fused is not None:
                 return self._fused.forward()   # the same OpContexts, set just above
             return self._calls.forward()
         for r in self._fwd_plan:
+            if self._monitor_all:
+                self._run_monitor(r, inputs=True)
             try:
                 r.fwd(r.ctx, r.p, r.ins, r.outs, r.aux)
             except Exception as e:  # name the node; never leak a bare kernel traceback
                 _reraise(self._view.nodes[r.nid], 'forward', e)
-            if monitor is not None:
-                self._run_monitor(r)
+            self._run_monitor(r)
 
-    def _run_monitor(self, r, backward=False):
+    def _run_monitor(self, r, backward=False, inputs=False):
         node = self._view.nodes[r.nid]
         report(self._monitor, self._monitor_all, node, r, self._ctx, backward,
-               [self._shapes[e] for e in self._view.in_entries[r.nid][:node.num_args]])
+               [self._shapes[e] for e in self._view.in_entries[r.nid][:node.num_args]], inputs)
 
     def backward(self, out_grads=None, is_train=True):
         """Compute gradients into :attr:`grad_arrays` per ``grad_req``.
@@ -363,15 +362,15 @@ class Executor:
         monitor = self._monitor
         if monitor is None:
             return self._calls.backward()
-        for r in self._bwd_plan:
+        # after a fused forward the pairs' intermediate was never written: their fused
+        for r in self._runs[1] if self._pairs_ran else self._bwd_plan:  # backward, as one node
             try:
                 r.bwd(r.ctx, r.p, r.ograds, r.ins, r.outs, r.igrads, r.reqs, r.aux)
             except Exception as e:
                 _reraise(self._view.nodes[r.nid], 'backward', e)
             for tmp, dst in r.post:
                 dst._add_from(tmp)
-            if monitor is not None:
-                self._run_monitor(r, backward=True)
+            self._run_monitor(r, backward=True)
 
     def _assign(self, dst, g, req):
         dst = NDArray(dst, self._ctx)
@@ -427,8 +426,8 @@ class Executor:
         of them), one per ``Convolution [-> BatchNorm] [-> Activation('relu')]``
         chain: empty for an executor with gradients, on a GPU, or with
         ``FFNUMBA_FUSE=0``. A forward with a monitor installed or with
-        ``is_train=True`` runs every node on its own. See
-        :mod:`ffnumba._executor_fuse`.
+        ``is_train=True`` runs none of them. See :mod:`ffnumba._executor_fuse`
+        (training pairs, not listed here: :mod:`ffnumba._executor_train_fuse`).
         """
         nodes = self._view.nodes
         return [tuple(nodes[n].name for n in chain if n is not None) for chain in self._chains]

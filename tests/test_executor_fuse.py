@@ -528,3 +528,23 @@ def test_plain_add_writes_over_a_dying_summand_in_inference_only(monkeypatch):
     assert fwd[ent['t_output']] in (fwd[ent['s_output']], fwd[ent['b_bn_output']])
     np.testing.assert_array_equal(fused.forward(is_train=False)[0].asnumpy(),
                                   plain.forward(is_train=False)[0].asnumpy())
+
+
+@pytest.mark.parametrize('fuse', ['1', '0'])
+def test_monitor_all_sees_the_summands_before_an_in_place_sum(monkeypatch, fuse):
+    """A sum written over a summand it frees: ``monitor_all`` reports the inputs before
+    the node runs (as MXNet), so the summand shows its own values, not the sum."""
+    monkeypatch.setenv('FFNUMBA_FUSE', fuse)
+    x = S.Variable('data')
+    s = S.elemwise_add(S.FullyConnected(x, num_hidden=4, name='fa'),
+                       S.FullyConnected(x, num_hidden=4, name='fb'), name='add')
+    exe = S.FullyConnected(s, num_hidden=2, name='out').simple_bind(
+        ff.cpu(), grad_req='null', data=(2, 3))
+    _fill(exe)
+    seen = {}
+    exe.set_monitor_callback(lambda n, a: seen.__setitem__(n, a.asnumpy().copy()),
+                             monitor_all=True)
+    exe.forward(is_train=False)
+    np.testing.assert_array_equal(seen['add_lhs'], seen['fa_output'])
+    np.testing.assert_array_equal(seen['add_rhs'], seen['fb_output'])
+    np.testing.assert_array_equal(seen['add_output'], seen['fa_output'] + seen['fb_output'])

@@ -270,3 +270,25 @@ def test_compile_ahead_child_runs_the_fused_calls(monkeypatch):
     rng = np.random.default_rng(0)
     for rec in fused:
         _compile_ahead._run_node(rec, rng)
+
+
+@pytest.mark.parametrize('fuse', ['1', '0'])
+def test_monitor_installed_between_forward_and_backward(monkeypatch, fuse):
+    """A fused forward never writes the BatchNorm output; a monitor installed before the
+    backward must not make clip's unfused backward read that buffer (relu6's mask)."""
+    monkeypatch.setenv('FFNUMBA_FUSE', fuse)
+    exe = mobilenet_like().simple_bind(ff.cpu(), data=(2, 3, 6, 6), type_dict={'data': 'float64'})
+    _fill(exe)
+    exe.forward(is_train=True)
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(name))
+    exe.backward()
+    grads = {k: v.asnumpy().copy() for k, v in exe.grad_dict.items() if v is not None}
+    monkeypatch.setenv('FFNUMBA_FUSE', '0')
+    ref = mobilenet_like().simple_bind(ff.cpu(), data=(2, 3, 6, 6), type_dict={'data': 'float64'})
+    _fill(ref)
+    ref.forward(is_train=True)
+    ref.backward()
+    for k, g in grads.items():
+        np.testing.assert_array_equal(g, ref.grad_dict[k].asnumpy(), err_msg=k)
+    assert any("_backward_output" in n for n in names)
