@@ -66,7 +66,10 @@ def test_channel_split_driver_matches_serial(kernel, stride, pad, data, F, nbc, 
 
 def test_deep_layer_backward_splits_by_channels(monkeypatch, threads):
     """Two threads on a layer with a small output plane and a large weight (VGG's deep
-    layers) take the channel split; its gradients match numpy's, and one thread's bit for bit."""
+    layers) take the channel split; its gradients match numpy's, and one thread's to float32
+    rounding: one thread accumulates ``dw^T = col dy^T`` (``F < C*K``), a channel range ``dw =
+    dy col^T``, and a BLAS may round the two orientations differently (OpenBLAS' Haswell
+    kernels do, on 3.8% of this layer's dw by up to 2.4e-4 relative)."""
     from ffnumba.ops.nn import _conv_par as cp
     calls = []
     real = cp.conv_backward_channels
@@ -87,7 +90,8 @@ def test_deep_layer_backward_splits_by_channels(monkeypatch, threads):
                         (3, 3), (2, 2), (1, 1), (), 1)
     for one, two, e in zip(results[1], results[2], exp):
         np.testing.assert_allclose(two, e, rtol=1e-4, atol=1e-4)
-        np.testing.assert_array_equal(one, two)
+        np.testing.assert_allclose(one, two, rtol=0, atol=4 * np.finfo(np.float32).eps *
+                                   np.abs(e).max())
 
 
 @pytest.mark.parametrize('write', [True, False])
