@@ -22,6 +22,27 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'ci'))
 
+SIMULATOR_TEST = 'test_gpu_kernels_under_cuda_simulator'
+
+
+def pytest_collection_finish(session):
+    """Start the CUDA-simulator child of ``tests/test_cuda_simulator.py`` right after
+    collection when its test is selected, so it runs beside the rest of the suite."""
+    if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':
+        return
+    for item in session.items:
+        if item.name == SIMULATOR_TEST:
+            item.module.start()
+            return
+
+
+def pytest_sessionfinish(session):
+    for item in session.items:
+        if item.name == SIMULATOR_TEST:
+            item.module.stop()
+            return
+
+
 if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':
     # Tiny blocks, so simulated kernels cross block edges even on tiny arrays.
     from ffnumba import jit
