@@ -242,6 +242,10 @@ def table(args, nets, frameworks, variants):
                                            width, 'infer samples/s'))
     if args.rounds > 1:
         print('(best of %d interleaved rounds per figure)' % args.rounds)
+    if os.environ.get('OPENBLAS_CORETYPE'):
+        print('(OPENBLAS_CORETYPE=%s is set: OpenBLAS runs that CPU type\'s kernels, not the best '
+              'for this one; `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` measures what a user '
+              'of this CPU gets)' % os.environ['OPENBLAS_CORETYPE'])
     for net in nets:
         for batch in (int(b) for b in args.batch.split(',')):
             for threads in (int(t) for t in args.threads.split(',')):
