@@ -487,10 +487,66 @@ def _own_copies(real):
     return _finalize_final_module
 
 
+class _LazyCache:
+    """A numba dispatcher's disk cache (``FunctionCache``), built on first use.
+
+    numba builds a kernel's cache object when the kernel is decorated: it
+    finds the cache folder, makes it, proves it writable by creating and
+    deleting a temporary file there, and stats and hashes the source file.
+    That is about 0.3 ms per kernel, most of it the temporary file, and
+    ``import ffnumba`` decorates about two hundred ``cache=True`` kernels, of
+    which a program calls a few. Built on first use (numba's first cache
+    lookup, the step before any compile), only the kernels a program runs pay
+    it. Every attribute is the real cache's, so the cache files, their keys
+    and numba's errors are unchanged (an uncacheable kernel raises numba's
+    ``RuntimeError`` at its first call instead of at import).
+
+    Parameters
+    ----------
+    py_func : function
+        The kernel's Python function.
+    """
+
+    __slots__ = ('_ff_py_func', '_ff_real')
+    _lock = threading.Lock()
+
+    def __init__(self, py_func):
+        self._ff_py_func = py_func
+        self._ff_real = None
+
+    def _ff_build(self):
+        real = self._ff_real
+        if real is None:
+            with _LazyCache._lock:
+                if self._ff_real is None:
+                    from numba.core.caching import FunctionCache
+                    self._ff_real = FunctionCache(self._ff_py_func)
+                real = self._ff_real
+        return real
+
+    def __getattr__(self, name):
+        return getattr(self._ff_build(), name)
+
+    def __repr__(self):
+        return repr(self._ff_build())
+
+
+def _lazy_caching(real):
+    """numba's ``Dispatcher.enable_caching``, with a :class:`_LazyCache` for ffnumba's kernels."""
+    def enable_caching(self):
+        if not self.py_func.__code__.co_filename.startswith(_PACKAGE_DIR):
+            return real(self)
+        self._cache = _LazyCache(self.py_func)
+    enable_caching.__wrapped__ = real
+    return enable_caching
+
+
 def _install_stable_index_key():
-    from numba.core import caching, codegen
+    from numba.core import caching, codegen, dispatcher
     if not hasattr(caching.Cache._index_key, '__wrapped__'):
         caching.Cache._index_key = _salted(_stable_index_key(caching.Cache._index_key))
+    if not hasattr(dispatcher.Dispatcher.enable_caching, '__wrapped__'):
+        dispatcher.Dispatcher.enable_caching = _lazy_caching(dispatcher.Dispatcher.enable_caching)
     lib = getattr(codegen, 'CPUCodeLibrary', None)
     if lib is not None and hasattr(lib, '_finalize_final_module') and \
             not hasattr(lib._finalize_final_module, '__wrapped__'):
