@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
            'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',
-           'direct', 'LazyKernel', 'lazy_njit']
+           'direct', 'LazyKernel', 'lazy_njit', 'helper_njit']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
 cuda = None
@@ -102,6 +102,47 @@ def _njit_jit(fn):
 def lazy_njit(fn):
     """``@njit(**JIT)`` for a kernel only Python calls, built on first call (:class:`LazyKernel`)."""
     return LazyKernel(functools.partial(_njit_jit, fn))
+
+
+#: Cache-key salt of :func:`helper_njit` functions: their entries have no CPython entry point.
+HELPER_SALT = 'ffnumba-no-cpython-wrapper-1'
+
+
+def helper_njit(fn):
+    """``@njit(**JIT)`` for a helper that kernels call, compiled without numba's Python entry.
+
+    numba compiles each function a kernel calls on its own first (then links it into the
+    kernel), with a CPython and a C entry point that such a helper never uses. Without
+    them (``no_cpython_wrapper``, ``no_cfunc_wrapper``) a helper signature compiles about
+    20 ms faster (about 2 s of a cold ResNet-18); its code and the kernels it is linked
+    into are unchanged. Its cache keys carry :data:`HELPER_SALT`, apart from a wrapped
+    compile of the same function. A call from Python (a test, the CUDA simulator) runs a
+    twin compiled with the wrappers, built on that first call.
+
+    Parameters
+    ----------
+    fn : function
+        The helper's Python function (called from ``@njit`` code).
+    """
+    from numba import njit
+    disp = njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **JIT)(fn)
+    disp.__class__ = _helper_class()
+    return disp
+
+
+@functools.lru_cache(maxsize=None)
+def _helper_class():
+    from numba.core.registry import CPUDispatcher
+
+    class HelperDispatcher(CPUDispatcher):
+        """A :func:`helper_njit` dispatcher: called from Python, its wrapped twin runs."""
+
+        def __call__(self, *args, **kwargs):
+            with LazyKernel._lock:      # Python calls only (tests): no hurry
+                if '_ff_twin' not in self.__dict__:
+                    self._ff_twin = _njit_jit(self.py_func)
+            return self._ff_twin(*args, **kwargs)
+    return HelperDispatcher
 
 
 class LazyCudaKernel:
@@ -490,29 +531,21 @@ def _own_copies(real):
 class _LazyCache:
     """A numba dispatcher's disk cache (``FunctionCache``), built on first use.
 
-    numba builds a kernel's cache object when the kernel is decorated: it
-    finds the cache folder, makes it, proves it writable by creating and
-    deleting a temporary file there, and stats and hashes the source file.
-    That is about 0.3 ms per kernel, most of it the temporary file, and
-    ``import ffnumba`` decorates about two hundred ``cache=True`` kernels, of
-    which a program calls a few. Built on first use (numba's first cache
-    lookup, the step before any compile), only the kernels a program runs pay
-    it. Every attribute is the real cache's, so the cache files, their keys
-    and numba's errors are unchanged (an uncacheable kernel raises numba's
-    ``RuntimeError`` at its first call instead of at import).
-
-    Parameters
-    ----------
-    py_func : function
-        The kernel's Python function.
+    numba builds it when a kernel is decorated: the cache folder made and proved writable
+    with a temporary file, the source stat-ed and hashed, about 0.3 ms for each of the ~200
+    kernels ``import ffnumba`` decorates. Built at the first cache lookup (the step before
+    any compile), only the kernels a program runs pay it. Every attribute is the real
+    cache's: files, keys and errors are numba's (an uncacheable kernel raises at its first
+    call, not at import). ``salt``: appended to every index key (:func:`helper_njit`).
     """
 
-    __slots__ = ('_ff_py_func', '_ff_real')
+    __slots__ = ('_ff_py_func', '_ff_real', '_ff_salt')
     _lock = threading.Lock()
 
-    def __init__(self, py_func):
+    def __init__(self, py_func, salt=None):
         self._ff_py_func = py_func
         self._ff_real = None
+        self._ff_salt = salt
 
     def _ff_build(self):
         real = self._ff_real
@@ -520,7 +553,10 @@ class _LazyCache:
             with _LazyCache._lock:
                 if self._ff_real is None:
                     from numba.core.caching import FunctionCache
-                    self._ff_real = FunctionCache(self._ff_py_func)
+                    cache = FunctionCache(self._ff_py_func)
+                    if self._ff_salt is not None:
+                        cache._index_key = _with_salt(cache._index_key, self._ff_salt)
+                    self._ff_real = cache
                 real = self._ff_real
         return real
 
@@ -531,12 +567,19 @@ class _LazyCache:
         return repr(self._ff_build())
 
 
+def _with_salt(index_key, salt):
+    def salted(sig, codegen):
+        return index_key(sig, codegen) + (salt,)
+    return salted
+
+
 def _lazy_caching(real):
     """numba's ``Dispatcher.enable_caching``, with a :class:`_LazyCache` for ffnumba's kernels."""
     def enable_caching(self):
         if not self.py_func.__code__.co_filename.startswith(_PACKAGE_DIR):
             return real(self)
-        self._cache = _LazyCache(self.py_func)
+        self._cache = _LazyCache(self.py_func, HELPER_SALT if self.targetoptions.get(
+            'no_cpython_wrapper') else None)
     enable_caching.__wrapped__ = real
     return enable_caching
 
