@@ -114,7 +114,7 @@ def helper_njit(fn):
     numba compiles each function a kernel calls on its own first (then links it into the
     kernel), with a CPython and a C entry point that such a helper never uses. Without
     them (``no_cpython_wrapper``, ``no_cfunc_wrapper``) a helper signature compiles about
-    20 ms faster (about 2 s of a cold ResNet-18); its code and the kernels it is linked
+    20 ms faster (1-2 s of a cold ResNet-18); its code and the kernels it is linked
     into are unchanged. Its cache keys carry :data:`HELPER_SALT`, apart from a wrapped
     compile of the same function. A call from Python (a test, the CUDA simulator) runs a
     twin compiled with the wrappers, built on that first call.
