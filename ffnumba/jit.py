@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
            'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',
-           'direct', 'LazyKernel', 'lazy_njit']
+           'direct', 'LazyKernel', 'lazy_njit', 'helper_njit']
 
 #: ``numba.cuda``, bound on first GPU use by :func:`import_cuda`.
 cuda = None
@@ -102,6 +102,47 @@ def _njit_jit(fn):
 def lazy_njit(fn):
     """``@njit(**JIT)`` for a kernel only Python calls, built on first call (:class:`LazyKernel`)."""
     return LazyKernel(functools.partial(_njit_jit, fn))
+
+
+#: Cache-key salt of :func:`helper_njit` functions: their entries have no CPython entry point.
+HELPER_SALT = 'ffnumba-no-cpython-wrapper-1'
+
+
+def helper_njit(fn):
+    """``@njit(**JIT)`` for a helper that kernels call, compiled without numba's Python entry.
+
+    numba compiles each function a kernel calls on its own first (then links it into the
+    kernel), with a CPython and a C entry point that such a helper never uses. Without
+    them (``no_cpython_wrapper``, ``no_cfunc_wrapper``) a helper signature compiles about
+    20 ms faster (1-2 s of a cold ResNet-18); its code and the kernels it is linked
+    into are unchanged. Its cache keys carry :data:`HELPER_SALT`, apart from a wrapped
+    compile of the same function. A call from Python (a test, the CUDA simulator) runs a
+    twin compiled with the wrappers, built on that first call.
+
+    Parameters
+    ----------
+    fn : function
+        The helper's Python function (called from ``@njit`` code).
+    """
+    from numba import njit
+    disp = njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **JIT)(fn)
+    disp.__class__ = _helper_class()
+    return disp
+
+
+@functools.lru_cache(maxsize=None)
+def _helper_class():
+    from numba.core.registry import CPUDispatcher
+
+    class HelperDispatcher(CPUDispatcher):
+        """A :func:`helper_njit` dispatcher: called from Python, its wrapped twin runs."""
+
+        def __call__(self, *args, **kwargs):
+            with LazyKernel._lock:      # Python calls only (tests): no hurry
+                if '_ff_twin' not in self.__dict__:
+                    self._ff_twin = _njit_jit(self.py_func)
+            return self._ff_twin(*args, **kwargs)
+    return HelperDispatcher
 
 
 class LazyCudaKernel:
@@ -487,10 +528,68 @@ def _own_copies(real):
     return _finalize_final_module
 
 
+class _LazyCache:
+    """A numba dispatcher's disk cache (``FunctionCache``), built on first use.
+
+    numba builds it when a kernel is decorated: the cache folder made and proved writable
+    with a temporary file, the source stat-ed and hashed, about 0.3 ms for each of the ~200
+    kernels ``import ffnumba`` decorates. Built at the first cache lookup (the step before
+    any compile), only the kernels a program runs pay it. Every attribute is the real
+    cache's: files, keys and errors are numba's (an uncacheable kernel raises at its first
+    call, not at import). ``salt``: appended to every index key (:func:`helper_njit`).
+    """
+
+    __slots__ = ('_ff_py_func', '_ff_real', '_ff_salt')
+    _lock = threading.Lock()
+
+    def __init__(self, py_func, salt=None):
+        self._ff_py_func = py_func
+        self._ff_real = None
+        self._ff_salt = salt
+
+    def _ff_build(self):
+        real = self._ff_real
+        if real is None:
+            with _LazyCache._lock:
+                if self._ff_real is None:
+                    from numba.core.caching import FunctionCache
+                    cache = FunctionCache(self._ff_py_func)
+                    if self._ff_salt is not None:
+                        cache._index_key = _with_salt(cache._index_key, self._ff_salt)
+                    self._ff_real = cache
+                real = self._ff_real
+        return real
+
+    def __getattr__(self, name):
+        return getattr(self._ff_build(), name)
+
+    def __repr__(self):
+        return repr(self._ff_build())
+
+
+def _with_salt(index_key, salt):
+    def salted(sig, codegen):
+        return index_key(sig, codegen) + (salt,)
+    return salted
+
+
+def _lazy_caching(real):
+    """numba's ``Dispatcher.enable_caching``, with a :class:`_LazyCache` for ffnumba's kernels."""
+    def enable_caching(self):
+        if not self.py_func.__code__.co_filename.startswith(_PACKAGE_DIR):
+            return real(self)
+        self._cache = _LazyCache(self.py_func, HELPER_SALT if self.targetoptions.get(
+            'no_cpython_wrapper') else None)
+    enable_caching.__wrapped__ = real
+    return enable_caching
+
+
 def _install_stable_index_key():
-    from numba.core import caching, codegen
+    from numba.core import caching, codegen, dispatcher
     if not hasattr(caching.Cache._index_key, '__wrapped__'):
         caching.Cache._index_key = _salted(_stable_index_key(caching.Cache._index_key))
+    if not hasattr(dispatcher.Dispatcher.enable_caching, '__wrapped__'):
+        dispatcher.Dispatcher.enable_caching = _lazy_caching(dispatcher.Dispatcher.enable_caching)
     lib = getattr(codegen, 'CPUCodeLibrary', None)
     if lib is not None and hasattr(lib, '_finalize_final_module') and \
             not hasattr(lib._finalize_final_module, '__wrapped__'):

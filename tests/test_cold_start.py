@@ -26,9 +26,14 @@ class L(event.Listener):
         pass
 
 event.register('numba:compile', L())
+from numba.core import caching
+caches = []
+_real_init = caching.FunctionCache.__init__
+caching.FunctionCache.__init__ = lambda self, f: caches.append(f.__module__) or _real_init(self, f)
 import numpy as np
 import ffnumba as ff
 at_import = list(compiled)
+caches_at_import = list(caches)
 cuda = 'numba.cuda' in sys.modules
 if sys.argv[1] == 'train':
     x = ff.sym.Variable('data')
@@ -71,7 +76,8 @@ if sys.argv[1] == 'deep':      # two threads, a deep layer: the backward split b
     exe.forward(is_train=True)
     exe.backward(ff.nd.ones(exe.outputs[0].shape))
     assert split == [2], split
-print(json.dumps({'at_import': at_import, 'all': compiled, 'cuda': cuda}))
+print(json.dumps({'at_import': at_import, 'all': compiled, 'cuda': cuda,
+                  'caches_at_import': caches_at_import, 'caches': caches}))
 '''
 
 
@@ -88,6 +94,18 @@ def test_import_compiles_nothing_and_leaves_cuda_alone(tmp_path):
     out = _child('import', tmp_path)
     assert out['at_import'] == []
     assert out['cuda'] is False
+
+
+def test_kernels_build_their_disk_cache_on_first_use(tmp_path):
+    # numba builds a cache=True kernel's disk cache when it is decorated (a temporary file
+    # written and removed in its folder, the source stat-ed and hashed: ~0.3 ms each, ~0.02 s
+    # of `import ffnumba` for ~200 kernels); ffnumba's are built when a kernel first runs
+    out = _child('import', tmp_path)
+    assert [m for m in out['caches_at_import'] if m.startswith('ffnumba.')] == []
+    out = _child('train', tmp_path)
+    built = [m for m in out['caches'] if m.startswith('ffnumba.')]
+    assert 'ffnumba.ops.nn.fully_connected' in built, built
+    assert len(built) < 50, built       # the kernels the batch ran, not every kernel
 
 
 def test_warm_cache_first_batch_compiles_nothing(tmp_path):

@@ -48,7 +48,7 @@ from llvmlite import binding as llvm
 from numba import carray, cfunc, njit, types
 
 from ..blas_threads import register_blas
-from ..jit import JIT
+from ..jit import JIT, helper_njit
 
 __all__ = ['gemm', 'GEMM_ENV', 'BACKENDS', 'backend']
 
@@ -212,7 +212,7 @@ def backend():
 
 # ---------------------------------------------------------------- njit entry point
 
-@njit(**JIT)
+@helper_njit
 def _layout(x):
     """``(trans, ld)`` of a 2-D view for a row-major CBLAS call; ``trans = 0`` if it has none."""
     r, c = x.shape
@@ -255,7 +255,7 @@ def gemm(alpha, a, b, beta, c):
     return _gemm_any(alpha, a[:, :], b[:, :], beta, c[:, :])
 
 
-@njit(**JIT)
+@helper_njit
 def _gemm_any(alpha, a, b, beta, c):
     """:func:`gemm` on any-layout views: one compiled function per dtype."""
     m, n = c.shape
@@ -272,7 +272,7 @@ def _gemm_any(alpha, a, b, beta, c):
     return 0
 
 
-@njit(**JIT)
+@helper_njit
 def _gemm_loops(alpha, a, b, beta, c):
     """:func:`gemm` by plain loops, summing in float64: operands with no unit stride.
 
@@ -293,7 +293,7 @@ def _gemm_loops(alpha, a, b, beta, c):
     return 1
 
 
-@njit(**JIT)
+@helper_njit
 def _rows_or_cols(ta, lda, tb, ldb, tc, ldc, m, n, k, alpha, pa, pb, beta, pc, itemsize):
     """One library call for a row-major ``c``; a column-major one as ``c^T = b^T a^T``."""
     if tc == NO_TRANS:
@@ -304,7 +304,7 @@ def _rows_or_cols(ta, lda, tb, ldb, tc, ldc, m, n, k, alpha, pa, pb, beta, pc, i
               pa, max(1, lda), beta, pc, max(1, ldc), itemsize)
 
 
-@njit(**JIT)
+@helper_njit
 def _call(ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, itemsize):
     if itemsize == 4:
         _ext_s(ROW_MAJOR, ta, tb, m, n, k, np.float32(alpha), pa, lda, pb, ldb,

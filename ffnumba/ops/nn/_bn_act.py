@@ -34,7 +34,7 @@ Source: Ioffe & Szegedy, "Batch Normalization" (2015); the chain rule through
 import numpy as np
 from numba import njit
 
-from ..templates import JIT
+from ...jit import JIT, helper_njit
 from ..tensor.unary import _clip, _clip_grad
 from . import batch_norm as _bn
 from .activation import relu, relu_grad
@@ -47,7 +47,7 @@ U = _bn.U
 PART_SUM = _bn.PART_SUM
 
 
-@njit(**JIT)
+@helper_njit
 def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, mode, lo, hi,
                clo, chi):
     """BatchNorm's training/evaluation forward of channels ``clo..chi`` with the
@@ -69,7 +69,7 @@ def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, mode, l
                     yf[b + i] = _clip(t(xf[b + i] * scale + shift), lo, hi)
 
 
-@njit(**JIT)
+@helper_njit
 def _grad(xf, gf, j, scale, shift, mode, lo, hi):
     """The gradient reaching the BatchNorm output at element ``j``, in the data's dtype."""
     t = gf.dtype.type
@@ -79,7 +79,7 @@ def _grad(xf, gf, j, scale, shift, mode, lo, hi):
     return t(gf[j] * _clip_grad(v, lo, hi))
 
 
-@njit(**JIT)
+@helper_njit
 def _bwd_block(xf, gf, O, C, I, mean, var, gamma, beta, eps, batch, wmode, sums, dxf, acc,
                ss, grow, mode, lo, hi, clo, chi):
     """:func:`ffnumba.ops.nn.batch_norm._bwd_block` with the head gradient ``gf`` of the

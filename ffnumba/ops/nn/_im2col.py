@@ -40,7 +40,7 @@ import threading
 import numpy as np
 from numba import njit
 
-from ..templates import JIT
+from ...jit import JIT, helper_njit
 from .._gemm import gemm
 from ._im2col_flat import _col2im_flat, _flat_shift, _im2col_flat
 from ._conv_epilogue import apply_block, expand
@@ -155,7 +155,7 @@ def buffer(state, name, size, dtype):
 
 # ---------------------------------------------------------------- im2col / col2im
 
-@njit(**JIT)
+@helper_njit
 def _valid(o_n, s, p, k, d, i_n):
     """Output range ``[lo, hi)`` whose input index ``o*s - p + k*d`` is in ``[0, i_n)``."""
     off = k * d - p
@@ -172,7 +172,7 @@ def _valid(o_n, s, p, k, d, i_n):
     return lo, hi
 
 
-@njit(**JIT)
+@helper_njit
 def _zero(dst, start, n):
     z = dst.dtype.type(0)
     u = np.uint64(start)
@@ -180,14 +180,14 @@ def _zero(dst, start, n):
         dst[u + i] = z
 
 
-@njit(**JIT)
+@helper_njit
 def _pointwise(g):
     """Whether ``g`` is a 1x1(x1) kernel with unit stride and no padding (col == image)."""
     return (g[0] == 1 and g[1] == 1 and g[2] == 1 and g[3] == 1 and g[4] == 1 and g[5] == 1
             and g[6] == 0 and g[7] == 0 and g[8] == 0)
 
 
-@njit(**JIT)
+@helper_njit
 def _table(dims, g):
     """``tab[r*P + p]``: offset in one input plane read by column row ``r`` at output ``p``, or -1.
 
@@ -214,7 +214,7 @@ def _table(dims, g):
     return tab
 
 
-@njit(**JIT)
+@helper_njit
 def _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf):
     """:func:`im2col` for wide outputs: one bounds check per output row, contiguous runs."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
@@ -301,7 +301,7 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
                     colf[uq + i] = v if t >= 0 else z
 
 
-@njit(**JIT)
+@helper_njit
 def _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf):
     """:func:`col2im` for wide outputs, row runs as in :func:`_im2col_rows`."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
@@ -376,7 +376,7 @@ TR_BLOCK = 32
 TR_SMALL = 8192
 
 
-@njit(**JIT)
+@helper_njit
 def _transpose(src, sbase, R, Q, dst, dbase, add):
     """``dst[dbase + q*R + r] (+)= src[sbase + r*Q + q]`` for ``r < R``, ``q < Q``.
 
@@ -400,7 +400,7 @@ def _transpose(src, sbase, R, Q, dst, dbase, add):
 
 # ---------------------------------------------------------------- gather / scatter
 
-@njit(**JIT)
+@helper_njit
 def _gather(y, n0, nb, f0, fg, tmp):
     """``tmp[f, b*P + p] = y[n0 + b, f0 + f, p]``."""
     P = y.shape[2]
@@ -414,7 +414,7 @@ def _gather(y, n0, nb, f0, fg, tmp):
                 dst[off + i] = src[i]
 
 
-@njit(**JIT)
+@helper_njit
 def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode, rep):
     """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``, then the epilogue
     ``ep_mode`` of :mod:`._conv_epilogue` on each sample's rows (mode 0: none)."""

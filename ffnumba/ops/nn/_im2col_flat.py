@@ -16,7 +16,7 @@ Source: the im2col formulation of K. Chellapilla, S. Puri, P. Simard (2006).
 import numpy as np
 from numba import njit
 
-from ..templates import JIT
+from ...jit import JIT, helper_njit
 
 #: Fewest output positions (``OH * OW``) for which a stride-1 kernel whose output plane
 #: is its input plane unrolls by flat shifted copies (:func:`_im2col_flat`) rather than
@@ -25,7 +25,7 @@ from ..templates import JIT
 FLAT_MIN_COLS = 16
 
 
-@njit(**JIT)
+@helper_njit
 def _flat_shift(dims, g):
     """Whether conv geometry ``g`` on 5-D ``dims`` takes the flat shifted copies: 2-D,
     stride 1, an output plane equal to the input plane of at least ``FLAT_MIN_COLS``."""
@@ -33,7 +33,7 @@ def _flat_shift(dims, g):
             and g[13] == dims[3] and g[14] == dims[4] and g[13] * g[14] >= FLAT_MIN_COLS)
 
 
-@njit(**JIT)
+@helper_njit
 def _shifts(dims, g):
     """Per 2-D kernel offset ``k``: the flat shift ``offs[k]`` of a same-plane geometry and
     ``mask[k, p]``, whether output ``p`` reads a real element (not padding) there."""
@@ -54,7 +54,7 @@ def _shifts(dims, g):
     return offs, mask
 
 
-@njit(**JIT)
+@helper_njit
 def _im2col_flat(xf, dims, n0, nb, c0, cg, g, colf):
     """:func:`._im2col.im2col` of a :func:`_flat_shift` geometry: each column row is its plane
     shifted by one flat offset, masked (a select) where the window reaches the padding."""
@@ -82,7 +82,7 @@ def _im2col_flat(xf, dims, n0, nb, c0, cg, g, colf):
                     colf[uq + i] = z
 
 
-@njit(**JIT)
+@helper_njit
 def _col2im_flat(colf, dims, n0, nb, c0, cg, g, xf):
     """:func:`._im2col.col2im` of a :func:`_flat_shift` geometry (adds in the offset table's order)."""
     C = dims[1]

@@ -45,7 +45,7 @@ first strict maximum per window, routed in output order, as above).
 import numpy as np
 from numba import njit
 
-from ..templates import JIT
+from ...jit import JIT, helper_njit
 from ._conv_par import run_split
 from ._im2col import _valid, buffer
 from ._pool_same3 import avg3_fwd, max3_fwd
@@ -132,7 +132,7 @@ def _border3(xf, rb, ow, SW, PW, W, lowest):
     return m
 
 
-@njit(**JIT)
+@helper_njit
 def _max_fwd3(xf, yf, dims, g, rm):
     """:func:`max_fwd` of a 3x3 window: whole windows take their three row elements, and
     then their three row maxima, in registers (one sweep per pass instead of three

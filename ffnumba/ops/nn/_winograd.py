@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from ...blas_threads import numba_blas_single_thread
-from ..templates import JIT
+from ...jit import JIT, helper_njit
 from .._gemm import gemm
 from . import _im2col as ic
 from ._conv_epilogue import apply_block, expand
@@ -84,7 +84,7 @@ def chunk_size(n, c, f, t, a2=16):
     return int(max(1, min(n, nb)))
 
 
-@njit(**JIT)
+@helper_njit
 def stride(n):
     """Elements between consecutive transform positions of an ``n``-element matrix.
 
@@ -100,13 +100,13 @@ def stride(n):
 
 # ---------------------------------------------------------------- filter transform
 
-@njit(**JIT)
+@helper_njit
 def _g3(a, b, d, h):
     """``G (a, b, d)^T``: the four entries of one column of ``G g`` (``h`` = 1/2 in their dtype)."""
     return a, h * (a + b + d), h * (a - b + d), d
 
 
-@njit(**JIT)
+@helper_njit
 def _gt4(a, b, d, e, h):
     """``G^T (a, b, d, e)^T``: three entries (``h`` = 1/2 in their dtype)."""
     return a + h * (b + d), h * (b - d), h * (b + d) + e
@@ -136,7 +136,7 @@ def filter_transform(w, uf, us):
             _put4(uf, q, FC, 4 * r, rows[r])
 
 
-@njit(**JIT)
+@helper_njit
 def _put4(uf, q, st, e, v):
     """``uf[q + (e + i) * st] = v[i]`` for ``i < 4``."""
     for i in range(4):
@@ -173,7 +173,7 @@ def filter_transform_t(df, us, dw, add):
 
 # ---------------------------------------------------------------- data transforms
 
-@njit(**JIT)
+@helper_njit
 def _load_plane(xf, src, H, W, ph, pw, padf, row):
     """Copy one ``H x W`` plane at ``xf[src:]`` into the zero-bordered ``padf`` (row length ``row``)."""
     uw = np.uint64(W)
@@ -184,19 +184,19 @@ def _load_plane(xf, src, H, W, ph, pw, padf, row):
             padf[ud + i] = xf[us + i]
 
 
-@njit(**JIT)
+@helper_njit
 def _bt4(d0, d1, d2, d3):
     """``B^T d`` for one column of four values."""
     return d0 - d2, d1 + d2, d2 - d1, d1 - d3
 
 
-@njit(**JIT)
+@helper_njit
 def _col4(p, o, row):
     """``B^T`` of the four entries ``p[o + k*row]``: one column of a 4x4 tile."""
     return _bt4(p[o], p[o + row], p[o + 2 * row], p[o + 3 * row])
 
 
-@njit(**JIT)
+@helper_njit
 def _input_tf(padf, row, TH, TW, v, base, CL):
     """``v[e*CL + base + i*TW + j] = (B^T d B)[e]`` for the tiles ``d`` of one padded plane."""
     ucl, ur = np.uint64(CL), np.uint64(row)
@@ -216,13 +216,13 @@ def _input_tf(padf, row, TH, TW, v, base, CL):
                     v[o + np.uint64(4 * r + s) * ucl] = t[s]
 
 
-@njit(**JIT)
+@helper_njit
 def _bt_col(v0, v1, v2, v3):
     """``B (v0, v1, v2, v3)^T``: the transpose of the row combination in :func:`_input_tf`."""
     return v0, v1 - v2 + v3, v1 + v2 - v0, -v3
 
 
-@njit(**JIT)
+@helper_njit
 def _input_tf_t(v, base, CL, TH, TW, padf, row):
     """``padf += B dV B^T`` per tile (scatter-add of overlapping 4x4 tiles): :func:`_input_tf` transposed."""
     ucl = np.uint64(CL)
@@ -249,7 +249,7 @@ def _input_tf_t(v, base, CL, TH, TW, padf, row):
                 padf[d + 3] += x3
 
 
-@njit(**JIT)
+@helper_njit
 def _output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
     """``yp = A^T M A + bv`` for the tiles of one output plane ``yp`` (flat, ``OH x OW``)."""
     ufl = np.uint64(FL)
@@ -289,7 +289,7 @@ def _output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
                     yp[d + uow + 1] = y11
 
 
-@njit(**JIT)
+@helper_njit
 def _output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
     """``m[:, base + tile] = A dY A^T`` for the 2x2 tiles of one head-gradient plane ``gp``."""
     ufl = np.uint64(FL)
@@ -321,7 +321,7 @@ def _output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
 
 # ---------------------------------------------------------------- drivers
 
-@njit(**JIT)
+@helper_njit
 def _mat(buf, e, st, rows, cols):
     """The ``(rows, cols)`` matrix of transform position ``e`` in a flat buffer of stride ``st``."""
     return buf[e * st:e * st + rows * cols].reshape((rows, cols))

@@ -49,7 +49,7 @@ import os
 import numpy as np
 from numba import njit
 
-from ..templates import JIT
+from ...jit import JIT, helper_njit
 
 __all__ = ['ALPHA', 'M', 'POINTS', 'filter_transform', 'filter_transform_t', 'input_tf',
            'input_tf_t', 'output_tf', 'output_tf_t', 'faster', 'tile']
@@ -71,7 +71,7 @@ _F = np.float64                                # the transforms compute in float
 
 # ---------------------------------------------------------------- 1-D transforms
 
-@njit(**JIT)
+@helper_njit
 def _bt(d0, d1, d2, d3, d4, d5):
     """``B^T d`` for one column of six values."""
     ea, oa = d4 - _B2 * d2, _A * d3 - _AB2 * d1
@@ -80,7 +80,7 @@ def _bt(d0, d1, d2, d3, d4, d5):
             _A2B2 * d1 - _S2 * d3 + d5)
 
 
-@njit(**JIT)
+@helper_njit
 def _b(v0, v1, v2, v3, v4, v5):
     """``B v``: :func:`_bt` transposed."""
     da, db, sa, sb = v1 - v2, v3 - v4, v1 + v2, v3 + v4
@@ -88,7 +88,7 @@ def _b(v0, v1, v2, v3, v4, v5):
             _A * da + _B * db - _S2 * v5, _F(v0 + sa + sb), _F(v5))
 
 
-@njit(**JIT)
+@helper_njit
 def _g(g0, g1, g2):
     """``G g`` for one column of three filter taps: six values."""
     pa, qa = _CA * (g0 + _A2 * g2), _CA * _A * g1
@@ -96,7 +96,7 @@ def _g(g0, g1, g2):
     return _C0 * g0, pa + qa, pa - qa, pb + qb, pb - qb, _F(g2)
 
 
-@njit(**JIT)
+@helper_njit
 def _gt(u0, u1, u2, u3, u4, u5):
     """``G^T u``: :func:`_g` transposed (three values)."""
     sa, sb, da, db = u1 + u2, u3 + u4, u1 - u2, u3 - u4
@@ -104,7 +104,7 @@ def _gt(u0, u1, u2, u3, u4, u5):
             _CA * _A2 * sa + _CB * _B2 * sb + u5)
 
 
-@njit(**JIT)
+@helper_njit
 def _at(m0, m1, m2, m3, m4, m5):
     """``A^T m`` for one column of six transform values: four outputs."""
     sa, sb, da, db = m1 + m2, m3 + m4, m1 - m2, m3 - m4
@@ -112,7 +112,7 @@ def _at(m0, m1, m2, m3, m4, m5):
             _A * _A2 * da + _B * _B2 * db + m5)
 
 
-@njit(**JIT)
+@helper_njit
 def _a(y0, y1, y2, y3):
     """``A y``: :func:`_at` transposed (six values)."""
     ea, oa = y0 + _A2 * y2, _A * y1 + _A * _A2 * y3
@@ -172,7 +172,7 @@ def filter_transform_t(df, us, dw, add):
 
 # ---------------------------------------------------------------- data transforms
 
-@njit(**JIT)
+@helper_njit
 def _col(p, o, row):
     """``B^T`` of the six entries ``p[o + k*row]``: one column of a 6x6 tile.
 
@@ -182,7 +182,7 @@ def _col(p, o, row):
                _F(p[o + 4 * row]), _F(p[o + 5 * row]))
 
 
-@njit(**JIT)
+@helper_njit
 def input_tf(padf, row, TH, TW, v, base, CL):
     """``v[e*CL + base + i*TW + j] = (B^T d B)[e]`` for the 6x6 tiles ``d`` of one padded plane."""
     ucl = np.uint64(CL)
@@ -206,7 +206,7 @@ def input_tf(padf, row, TH, TW, v, base, CL):
                     v[o + (e + np.uint64(s)) * ucl] = t[s]
 
 
-@njit(**JIT)
+@helper_njit
 def input_tf_t(v, base, CL, TH, TW, padf, row):
     """``padf += B dV B^T`` per 6x6 tile (scatter-add): :func:`input_tf` transposed."""
     ucl = np.uint64(CL)
@@ -234,7 +234,7 @@ def input_tf_t(v, base, CL, TH, TW, padf, row):
                     padf[d + np.uint64(s)] += x[s]
 
 
-@njit(**JIT)
+@helper_njit
 def output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
     """``yp = A^T M A + bv`` for the 4x4 tiles of one output plane ``yp`` (flat ``OH x OW``)."""
     ufl = np.uint64(FL)
@@ -262,7 +262,7 @@ def output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
                     yp[d + np.uint64(s)] = t[s] + bv
 
 
-@njit(**JIT)
+@helper_njit
 def output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
     """``m[:, base + tile] = A dY A^T`` for the 4x4 tiles of one head-gradient plane ``gp``."""
     ufl = np.uint64(FL)
@@ -283,7 +283,7 @@ def output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
                     m[o + np.uint64(6 * r + s) * ufl] = col[r]
 
 
-@njit(**JIT)
+@helper_njit
 def _row4(gp, d, nw, ok):
     """The four values ``gp[d:d+4]`` of a tile row, 0 past the plane's edge (``nw``, ``ok``)."""
     z = 0.0

@@ -51,6 +51,7 @@ from numba import njit, float64
 from ...base import ShapeError, DTypeError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign
+from ...jit import helper_njit
 from ..templates import JIT, LazyCudaKernel, f16_safe, launch_1d, import_cuda
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
@@ -168,7 +169,7 @@ def _affine(mean, var, gamma, beta, eps, acc, clo, chi):
         acc[1, c] = beta[c] - mean[c] * scale
 
 
-@njit(**JIT)
+@helper_njit
 def _batch_stats(xf, O, C, I, mean, var, acc, clo, chi):
     """Store the batch mean and biased variance of channels ``clo..chi`` in ``mean`` /
     ``var`` (sums of ``x - x[0, c, 0]`` and of its square, the shift guarding against
@@ -199,7 +200,7 @@ def _batch_stats(xf, O, C, I, mean, var, acc, clo, chi):
         var[c] = max(acc[1, c] / n - m * m, 0.0)
 
 
-@njit(**JIT)
+@helper_njit
 def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
     """Normalise channels ``clo..chi``; with ``batch`` first store their batch statistics
     (:func:`_batch_stats`). ``acc`` is float64 scratch ``(3, C)``."""
@@ -215,7 +216,7 @@ def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, ch
                 yf[b + i] = xf[b + i] * scale + shift
 
 
-@njit(**JIT)
+@helper_njit
 def _bwd_block(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, clo, chi):
     """Channels ``clo..chi``: ``sums[0, c] = sum(g)``, ``sums[1, c] = sum(g * xhat)``, then
     (``mode`` 1 write, 2 add, 0 none) the data gradient, through the batch statistics
