@@ -33,7 +33,7 @@ __all__ = ['make_unary', 'make_binary', 'JIT', 'FASTMATH', 'LazyCudaKernel', 'la
 cuda = None
 #: Fewest elements per thread before an elementwise pass (:func:`make_unary`,
 #: :func:`make_binary`) splits over the kernel threads. Such a pass streams memory at
-#: about 10 elements per ns, so a fork-join (about 30 us on the 2-core VM, waking a
+#: about 10 elements per ns, so a fork-join (30-50 us on the 2-core VM, waking a
 #: core and handing the GIL back and forth) pays only above about a million elements:
 #: there (quiet cores, batch 32) relu over 0.26-0.5 M elements ran 1.4-2x slower on two
 #: threads than on one, and 1 M elements broke even.
