@@ -186,12 +186,14 @@ def test_elementwise_ops_split_over_two_threads(two_threads, monkeypatch):
     import numba
     import ffnumba as ff
     from ffnumba import thread_pool
+    from ffnumba.ops import templates
+    from ffnumba.optimizer import kernels
     calls = []
     real = thread_pool.run_parallel
     monkeypatch.setattr(thread_pool, 'run_parallel',
                         lambda fn, n, pool='kernel': calls.append(n) or real(fn, n, pool))
     rng = np.random.default_rng(0)
-    n = 3 * thread_pool.SPLIT_MIN_ELEMS + 5
+    n = 3 * max(templates.ELEMWISE_MIN_ELEMS, kernels.UPDATE_MIN_ELEMS) + 5
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
     w, g, m = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
@@ -210,6 +212,45 @@ def test_elementwise_ops_split_over_two_threads(two_threads, monkeypatch):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(two[0], np.tanh(x), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(two[1], x * y)
+
+
+def test_small_elementwise_passes_stay_on_one_thread(two_threads, monkeypatch):
+    """Below two threads' worth of :data:`~ffnumba.ops.templates.ELEMWISE_MIN_ELEMS` an
+    activation and an elementwise binary op (forward and backward), and below two
+    threads' :data:`~ffnumba.optimizer.kernels.UPDATE_MIN_ELEMS` an SGD-momentum update,
+    run as one call on the calling thread (a fork-join costs more than the second core
+    saves there); at those sizes they split."""
+    import ffnumba as ff
+    from ffnumba import thread_pool
+    from ffnumba.ops import templates
+    from ffnumba.optimizer import kernels
+    calls = []
+    real = thread_pool.run_parallel
+    monkeypatch.setattr(thread_pool, 'run_parallel',
+                        lambda fn, n, pool='kernel': calls.append(n) or real(fn, n, pool))
+    rng = np.random.default_rng(2)
+
+    def run(n):
+        x = ff.sym.var('x')
+        y = ff.sym.var('y')
+        net = ff.sym.Activation(x, act_type='relu') * y
+        ex = net.simple_bind(ff.cpu(), x=(n,), y=(n,))
+        ex.arg_dict['x'][:] = rng.standard_normal(n)
+        ex.arg_dict['y'][:] = rng.standard_normal(n)
+        del calls[:]
+        ex.forward(is_train=True)
+        ex.backward(ff.nd.ones((n,)))
+        return list(calls)
+    assert run(2 * templates.ELEMWISE_MIN_ELEMS - 16) == []
+    assert run(2 * templates.ELEMWISE_MIN_ELEMS) == [2, 2, 2, 2]
+
+    def update(n):
+        w, g, m = (ff.nd.array(rng.standard_normal(n).astype(np.float32)) for _ in range(3))
+        del calls[:]
+        ff.nd.sgd_mom_update(w, g, m, lr=0.1, momentum=0.9, out=w)
+        return list(calls)
+    assert update(2 * kernels.UPDATE_MIN_ELEMS - 16) == []
+    assert update(2 * kernels.UPDATE_MIN_ELEMS) == [2]
 
 
 def test_concat_splits_over_two_threads(two_threads, monkeypatch):

@@ -31,6 +31,13 @@ __all__ = ['make_unary', 'make_binary', 'JIT', 'FASTMATH', 'LazyCudaKernel', 'la
 
 #: ``numba.cuda``, bound on first GPU use by :func:`~ffnumba.jit.import_cuda`.
 cuda = None
+#: Fewest elements per thread before an elementwise pass (:func:`make_unary`,
+#: :func:`make_binary`) splits over the kernel threads. Such a pass streams memory at
+#: about 10 elements per ns, so a fork-join (30-50 us on the 2-core VM, waking a
+#: core and handing the GIL back and forth) pays only above about a million elements:
+#: there (quiet cores, batch 32) relu over 0.26-0.5 M elements ran 1.4-2x slower on two
+#: threads than on one, and 1 M elements broke even.
+ELEMWISE_MIN_ELEMS = 1 << 19
 
 
 
@@ -112,7 +119,8 @@ def make_unary(f, df, grad_uses='input', scalars=None):
     def forward(ctx, p, inputs, outputs, aux):
         a, b = get(p)
         x, y = _flat(inputs[0]), _flat(outputs[0])
-        split_range(lambda lo, hi: fwd_cpu(x[lo:hi], y[lo:hi], a, b), x.size)
+        split_range(lambda lo, hi: fwd_cpu(x[lo:hi], y[lo:hi], a, b), x.size,
+                    ELEMWISE_MIN_ELEMS)
 
     @f16_safe
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
@@ -121,7 +129,8 @@ def make_unary(f, df, grad_uses='input', scalars=None):
         a, b = get(p)
         v = _flat(outputs[0] if use_out else inputs[0])
         og, ig, add = _flat(out_grads[0]), _flat(in_grads[0]), req[0] == 'add'
-        split_range(lambda lo, hi: bwd_cpu(v[lo:hi], og[lo:hi], ig[lo:hi], add, a, b), v.size)
+        split_range(lambda lo, hi: bwd_cpu(v[lo:hi], og[lo:hi], ig[lo:hi], add, a, b), v.size,
+                    ELEMWISE_MIN_ELEMS)
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         a, b = get(p)
@@ -217,7 +226,8 @@ def make_binary(f, dfa, dfb):
     @f16_safe
     def forward(ctx, p, inputs, outputs, aux):
         x, y, out = _flat(inputs[0]), _flat(inputs[1]), _flat(outputs[0])
-        split_range(lambda lo, hi: fwd_cpu(x[lo:hi], y[lo:hi], out[lo:hi]), x.size)
+        split_range(lambda lo, hi: fwd_cpu(x[lo:hi], y[lo:hi], out[lo:hi]), x.size,
+                    ELEMWISE_MIN_ELEMS)
 
     @f16_safe
     def backward(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
@@ -226,7 +236,7 @@ def make_binary(f, dfa, dfb):
         if ma or mb:
             x, y = _flat(inputs[0]), _flat(inputs[1])
             split_range(lambda lo, hi: bwd_cpu(x[lo:hi], y[lo:hi], og[lo:hi], ga[lo:hi],
-                                               gb[lo:hi], ma, mb), x.size)
+                                               gb[lo:hi], ma, mb), x.size, ELEMWISE_MIN_ELEMS)
 
     def forward_gpu(ctx, p, inputs, outputs, aux):
         x = _flat(inputs[0])

@@ -102,7 +102,8 @@ def _train(nctx, steps=4, batch=32):
 
 def test_two_contexts_repeat_bitwise_and_match_one_context(threads):
     """f1's weight (300 x 576 = 172,800 elements) is big enough for the kvstore's
-    sum, the update and the copies back to split over both threads."""
+    sum and the copies back to split over both threads (the update splits from
+    ``2 * optimizer.kernels.UPDATE_MIN_ELEMS`` elements)."""
     threads(2)
     first, again = _train(2), _train(2)
     assert first['f1_weight'].dtype == np.float64

@@ -167,3 +167,41 @@ def test_rows_longer_than_one_partial_sum(dtype, tol):
     np.testing.assert_allclose(outs[2], 1 / np.sqrt(var + 1e-3), rtol=tol, atol=tol)
     for got, want in zip(grads, (dx, dgamma, dbeta)):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_small_batch_norms_stay_on_one_thread(threads, monkeypatch):
+    """With two threads a BatchNorm splits its channels only from two threads'
+    :data:`~ffnumba.ops.nn.batch_norm.PAR_MIN_ELEMS` elements (below, a fork-join costs
+    more than the second core saves); split or not, forward and backward give the
+    one-thread values bit for bit."""
+    import ffnumba as ff
+    from ffnumba import thread_pool
+    calls = []
+    real = thread_pool.run_parallel
+    monkeypatch.setattr(thread_pool, 'run_parallel',
+                        lambda fn, n, pool='kernel': calls.append(n) or real(fn, n, pool))
+    rng = np.random.default_rng(5)
+    big = (8, 64, 32, 2 * bn.PAR_MIN_ELEMS // (8 * 64 * 32))    # 2 * PAR_MIN_ELEMS elements
+    small = big[:3] + (big[3] - 1,)
+    net = ff.sym.BatchNorm(ff.sym.var('data'), fix_gamma=False, name='bn')
+
+    def run(shape):
+        ex = net.simple_bind(ff.cpu(), data=shape)
+        ex.arg_dict['data'][:] = rng.standard_normal(shape)
+        ex.arg_dict['bn_gamma'][:] = rng.uniform(0.5, 2, shape[1])
+        ex.arg_dict['bn_beta'][:] = rng.standard_normal(shape[1])
+        head = ff.nd.array(rng.standard_normal(shape))
+        del calls[:]
+        ex.forward(is_train=True)
+        ex.backward(head)
+        return list(calls), [ex.outputs[0].asnumpy()] + [g.asnumpy() for g in ex.grad_arrays]
+    for shape, split in ((small, []), (big, [2, 2])):
+        threads(2)
+        rng = np.random.default_rng(5)
+        seen, two = run(shape)
+        assert seen == split
+        threads(1)
+        rng = np.random.default_rng(5)
+        _, one = run(shape)
+        for a, b in zip(one, two):
+            np.testing.assert_array_equal(a, b)
