@@ -14,16 +14,19 @@ templates (:mod:`ffnumba.ops.templates`) and the optimizer update kernels
   called from both a CPU kernel and a GPU kernel (also under the simulator);
 * :func:`f16_safe`, ``_up``/``_down``/``_flat``: float16 computed in float32
   on the CPU (numba's CPU backend has no float16);
-* :func:`stable_cache_key`: reproducible on-disk cache keys for closures.
+* :func:`stable_cache_key`: reproducible on-disk cache keys for closures
+  (with :mod:`ffnumba._jit_cache`, which adapts numba's cache keys and linking).
 
-It imports only numpy and numba; nothing in ffnumba sits below it but the
-standard library.
+It imports only numpy, numba and :mod:`ffnumba._jit_cache`; nothing in ffnumba
+sits below them but the standard library.
 """
 import functools
-import os
 import threading
 
 import numpy as np
+
+# numba's disk-cache keys and linking adapted for ffnumba's kernels (installed on import)
+from ._jit_cache import HELPER_SALT, LINK_SALT, importable  # noqa: F401 (HELPER_SALT, LINK_SALT: re-exported)
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
            'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',
@@ -104,8 +107,6 @@ def lazy_njit(fn):
     return LazyKernel(functools.partial(_njit_jit, fn))
 
 
-#: Cache-key salt of :func:`helper_njit` functions: their entries have no CPython entry point.
-HELPER_SALT = 'ffnumba-no-cpython-wrapper-1'
 
 
 def helper_njit(fn):
@@ -369,13 +370,16 @@ def stable_cache_key(*fns):
     body's code is still pickled by value, so editing it changes the key).
     The njit helpers a body calls through its module globals are named too (the
     pickled body carries them). Call it on the bodies before building kernels
-    from them; already-named dispatchers are left alone.
+    from them; already-named dispatchers are left alone, and so are bodies from a
+    module Python cannot import again (:func:`ffnumba._jit_cache.importable`: code run by
+    ``exec`` under a made-up ``__name__``): their kernels keep numba's per-process key,
+    as a cached kernel that refers to them could not be loaded by the next process.
     """
     todo = list(fns)[::-1]          # popped from the end: the first body gets the name
     while todo:
         f = todo.pop()
         if f is None or f.__dict__.get('_MemoMixin__uuid') is not None \
-                or not hasattr(f, '_set_uuid'):
+                or not hasattr(f, '_set_uuid') or not importable(f):
             continue
         name = 'ffnumba:%s.%s' % (f.py_func.__module__, f.py_func.__qualname__)
         if f._memo.get(name) is None:      # a twin (same qualname) keeps a random uuid
@@ -385,215 +389,3 @@ def stable_cache_key(*fns):
         todo.extend(glb[n] for n in f.py_func.__code__.co_names
                     if hasattr(glb.get(n), '_set_uuid'))
     return fns
-
-
-def _digest_value(v, h, seen):
-    """Feed ``v`` (a closure cell or a global a kernel body names) into ``h`` by value.
-
-    Dispatchers and Python functions by their code (recursively through the
-    globals they name), constants by a canonical ``repr``; anything else by its
-    pickle (as numba does). Never by object identity, which is what makes a
-    pickle differ between a module compiled from source and one loaded from
-    its ``.pyc`` (pickle shares repeated objects, and which strings are one
-    object depends on how the code was loaded).
-    """
-    import types
-    fn = getattr(v, 'py_func', v)
-    if isinstance(fn, types.FunctionType):
-        h.update(b'F%s.%s' % (fn.__module__.encode(), fn.__qualname__.encode()))
-        if id(fn) in seen:
-            return
-        seen.add(id(fn))
-        if fn is not v:         # a dispatcher: its options change the code too
-            h.update(repr(sorted((k, repr(sorted(o) if isinstance(o, (set, frozenset)) else o))
-                                 for k, o in v.targetoptions.items())).encode())
-        _digest_code(fn.__code__, h)
-        _digest_value(fn.__defaults__, h, seen)
-        _digest_value(tuple(sorted((fn.__kwdefaults__ or {}).items())), h, seen)
-        glb = fn.__globals__
-        for name in fn.__code__.co_names:
-            if name in glb:
-                h.update(b'G' + name.encode())
-                _digest_value(glb[name], h, seen)
-        for cell in fn.__closure__ or ():
-            _digest_value(cell.cell_contents, h, seen)
-    elif isinstance(v, types.ModuleType):
-        h.update(b'M' + v.__name__.encode())
-    elif v is None or isinstance(v, (bool, int, float, complex, str, bytes, np.generic, np.dtype)):
-        h.update(b'C' + repr(v).encode())
-    elif isinstance(v, (set, frozenset)):
-        h.update(b'S' + repr(sorted(map(repr, v))).encode())
-    elif isinstance(v, tuple):
-        h.update(b'T%d' % len(v))
-        for x in v:
-            _digest_value(x, h, seen)
-    else:
-        from numba.core.serialize import dumps
-        h.update(b'P' + dumps(v))
-
-
-def _digest_code(code, h):
-    import types
-    h.update(code.co_code)
-    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
-                   code.co_argcount, code.co_kwonlyargcount, code.co_flags)).encode())
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            _digest_code(c, h)
-        elif isinstance(c, frozenset):
-            h.update(repr(sorted(map(repr, c))).encode())
-        else:
-            h.update(repr(c).encode())
-
-
-def _stable_index_key(real):
-    """numba's ``Cache._index_key`` with the closure part computed by value for ffnumba's kernels.
-
-    numba keys a closure's cache entries by the hash of its pickled cells: for
-    a template kernel, the scalar bodies it closes over, pickled with their
-    code. That pickle differs between a process that compiled ffnumba's
-    modules from source and one that loaded their ``.pyc`` files, so a warm
-    start missed every template kernel a cold start had cached when the two
-    loaded the package differently (the first run after an edit or install,
-    ``PYTHONDONTWRITEBYTECODE``, another bytecode folder) and compiled them
-    again. Keys of other functions, and of a closure this cannot digest, are
-    numba's.
-    """
-    import hashlib
-
-    def _index_key(self, sig, codegen):
-        py = self._py_func
-        if not py.__closure__ or not (py.__module__ or '').startswith('ffnumba.'):
-            return real(self, sig, codegen)
-        try:
-            h = hashlib.sha256()
-            for cell in py.__closure__:
-                _digest_value(cell.cell_contents, h, set())
-        except Exception:   # noqa: BLE001 -- something this does not know: numba's key
-            return real(self, sig, codegen)
-        return (sig, codegen.magic_tuple(),
-                (hashlib.sha256(py.__code__.co_code).hexdigest(), 'ffnumba:' + h.hexdigest()))
-    _index_key.__wrapped__ = real
-    return _index_key
-
-
-def _salted(real):
-    """``real`` (the closure-aware key) with :data:`LINK_SALT` in every ffnumba kernel's key,
-    so no entry compiled before :func:`_own_copies` existed is loaded."""
-    def _index_key(self, sig, codegen):
-        key = real(self, sig, codegen)
-        if not self._py_func.__code__.co_filename.startswith(_PACKAGE_DIR) or \
-                LINK_SALT in key[1]:
-            return key
-        return (key[0], key[1] + (LINK_SALT,)) + tuple(key[2:])
-    _index_key.__wrapped__ = real
-    return _index_key
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-#: Part of every ffnumba kernel's cache key: entries compiled with each library calling
-#: its own copies of the functions it linked in (:func:`_own_copies`).
-LINK_SALT = 'ffnumba-own-copies-1'
-
-
-def _own_copies(real):
-    """numba's ``CPUCodeLibrary._finalize_final_module``, the linked-in copies made internal first.
-
-    numba links a compiled callee into each caller's module as ``linkonce_odr``
-    (weak) functions, optimises the whole module, then loads its object code.
-    A weak definition binds to a strong one of the same name loaded earlier:
-    a caller compiled in this process (its callees compiled standalone just
-    before it) called the standalone callees, while the same caller loaded
-    from the disk cache called them only if something had loaded them first,
-    and its own copies otherwise. With ``fastmath`` reassociation the two
-    copies are compiled in different contexts and may round differently, so
-    results depended on what the process had run before (found: BatchNorm's
-    backward through ``_bwd_block``, a fused-vs-unfused bitwise test that
-    failed after an edit recompiled part of the cache). Made ``internal``
-    after optimisation, a library always calls the code that was compiled
-    into it, fresh or cached; the code itself is unchanged.
-    """
-    from llvmlite import binding as ll
-
-    def _finalize_final_module(self):
-        try:
-            for fn in self._final_module.functions:
-                if not fn.is_declaration and fn.linkage == ll.Linkage.linkonce_odr:
-                    fn.linkage = ll.Linkage.internal
-        except Exception:   # noqa: BLE001 -- another numba: its own binding
-            pass
-        return real(self)
-    _finalize_final_module.__wrapped__ = real
-    return _finalize_final_module
-
-
-class _LazyCache:
-    """A numba dispatcher's disk cache (``FunctionCache``), built on first use.
-
-    numba builds it when a kernel is decorated: the cache folder made and proved writable
-    with a temporary file, the source stat-ed and hashed, about 0.3 ms for each of the ~200
-    kernels ``import ffnumba`` decorates. Built at the first cache lookup (the step before
-    any compile), only the kernels a program runs pay it. Every attribute is the real
-    cache's: files, keys and errors are numba's (an uncacheable kernel raises at its first
-    call, not at import). ``salt``: appended to every index key (:func:`helper_njit`).
-    """
-
-    __slots__ = ('_ff_py_func', '_ff_real', '_ff_salt')
-    _lock = threading.Lock()
-
-    def __init__(self, py_func, salt=None):
-        self._ff_py_func = py_func
-        self._ff_real = None
-        self._ff_salt = salt
-
-    def _ff_build(self):
-        real = self._ff_real
-        if real is None:
-            with _LazyCache._lock:
-                if self._ff_real is None:
-                    from numba.core.caching import FunctionCache
-                    cache = FunctionCache(self._ff_py_func)
-                    if self._ff_salt is not None:
-                        cache._index_key = _with_salt(cache._index_key, self._ff_salt)
-                    self._ff_real = cache
-                real = self._ff_real
-        return real
-
-    def __getattr__(self, name):
-        return getattr(self._ff_build(), name)
-
-    def __repr__(self):
-        return repr(self._ff_build())
-
-
-def _with_salt(index_key, salt):
-    def salted(sig, codegen):
-        return index_key(sig, codegen) + (salt,)
-    return salted
-
-
-def _lazy_caching(real):
-    """numba's ``Dispatcher.enable_caching``, with a :class:`_LazyCache` for ffnumba's kernels."""
-    def enable_caching(self):
-        if not self.py_func.__code__.co_filename.startswith(_PACKAGE_DIR):
-            return real(self)
-        self._cache = _LazyCache(self.py_func, HELPER_SALT if self.targetoptions.get(
-            'no_cpython_wrapper') else None)
-    enable_caching.__wrapped__ = real
-    return enable_caching
-
-
-def _install_stable_index_key():
-    from numba.core import caching, codegen, dispatcher
-    if not hasattr(caching.Cache._index_key, '__wrapped__'):
-        caching.Cache._index_key = _salted(_stable_index_key(caching.Cache._index_key))
-    if not hasattr(dispatcher.Dispatcher.enable_caching, '__wrapped__'):
-        dispatcher.Dispatcher.enable_caching = _lazy_caching(dispatcher.Dispatcher.enable_caching)
-    lib = getattr(codegen, 'CPUCodeLibrary', None)
-    if lib is not None and hasattr(lib, '_finalize_final_module') and \
-            not hasattr(lib._finalize_final_module, '__wrapped__'):
-        lib._finalize_final_module = _own_copies(lib._finalize_final_module)
-
-
-_install_stable_index_key()

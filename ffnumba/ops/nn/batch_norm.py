@@ -149,10 +149,9 @@ def _infer_type(p, in_types, aux_types):
 
 #: Unsigned loop indices: no negative-index wrap-around test, so LLVM vectorises.
 U = np.uint64
-#: Fewest elements per thread before the channels are split over threads: below
-#: half a million elements BatchNorm's training forward and backward ran no faster on
-#: two threads than on one (2-core VM, quiet cores; (32, 512, 4, 4): 85 and 135 us on
-#: one thread, 95-170 and 133-314 us split); from a million on they ran 1.2-1.5x faster.
+#: Fewest elements per thread before the channels split over threads: below half a million
+#: the training forward and backward ran no faster on two threads than on one (2-core VM;
+#: (32, 512, 4, 4): 85 and 135 us on one, 95-170 and 133-314 us split), 1.2-1.5x from 1M.
 PAR_MIN_ELEMS = 1 << 18
 #: Elements of one block of channels, read twice (about 1 MiB of float32: the second
 #: pass finds the block in the L2 cache).
