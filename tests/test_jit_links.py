@@ -1,4 +1,5 @@
-"""Kernels give the same bits whatever the process ran or cached before (``jit._own_copies``).
+"""Kernels give the same bits whatever the process ran or cached before (``_own_copies``,
+in :mod:`ffnumba._jit_cache`).
 
 numba links a callee into each caller as weak copies; without ``_own_copies``
 a caller compiled in this process called the standalone callee, while the
