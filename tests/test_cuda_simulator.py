@@ -35,11 +35,14 @@ def start():
 
 
 def stop():
-    """Kill a child still running (the session ended without waiting for it)."""
+    """Kill a child still running (the session ended without waiting for it); close its
+    output file."""
     proc = _child.get('proc')
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()
+    if _child.get('out') is not None and not _child['out'].closed:
+        _child['out'].close()
 
 
 def test_gpu_kernels_under_cuda_simulator():
@@ -52,6 +55,7 @@ def test_gpu_kernels_under_cuda_simulator():
         stop()
     out.seek(0)
     text = out.read()
+    out.close()
     tail = text[-6000:]
     assert proc.returncode == 0, tail
     assert ' passed' in text, tail
