@@ -15,7 +15,7 @@ import sys
 _SCRIPT = r'''
 import hashlib, sys
 import numpy as np
-from ffnumba.ops.nn import batch_norm as bn
+from ffnumba.ops.nn import _bn_kernels as bn    # BatchNorm's CPU kernels (mode NONE: alone)
 rng = np.random.default_rng(0)
 O, C, I = 8, 16, 81
 xf = rng.standard_normal(O * C * I).astype(np.float32)
@@ -23,14 +23,15 @@ gf = rng.standard_normal(O * C * I).astype(np.float32)
 mean = (rng.standard_normal(C) * 0.05).astype(np.float32)
 var = rng.uniform(0.9, 1.1, C).astype(np.float32)
 gamma = np.full(C, 1.3, np.float32)
+beta = np.zeros(C, np.float32)
 def args():
-    return [xf, gf, O, C, I, mean, var, gamma, 1e-3, True, 1, np.zeros((2, C), np.float32),
-            np.zeros(O * C * I, np.float32), np.zeros((3, C)), 262144]
+    return [xf, gf, O, C, I, mean, var, gamma, beta, 1e-3, True, 1, np.zeros((2, C), np.float32),
+            np.zeros(O * C * I, np.float32), np.zeros((3, C)), np.zeros((2, C))]
 if sys.argv[1] == 'callee-first':       # the standalone callee loaded before its caller
-    bn._bwd_block(*args()[:-1], 0, 0)
+    bn._bwd_block(*args(), np.zeros(I, np.float32), bn.NONE, 0.0, 0.0, 0, 0)
 a = args()
-bn._bwd_range(*a, 0, C)
-print(hashlib.sha256(a[12].tobytes() + a[11].tobytes()).hexdigest())
+bn._bwd_range(*a, bn.NONE, 0.0, 0.0, 262144, 0, C)
+print(hashlib.sha256(a[13].tobytes() + a[12].tobytes()).hexdigest())
 '''
 
 

@@ -5,8 +5,8 @@ whose only consumer is ``Activation(act_type='relu')``, ``relu`` or ``clip``
 (MobileNet v2's ``relu6``) through these two calls:
 
 * :func:`forward`: BatchNorm's forward (batch statistics in training, the
-  moving ones otherwise, exactly :func:`ffnumba.ops.nn.batch_norm._batch_stats`
-  and :func:`~ffnumba.ops.nn.batch_norm._affine`) with the activation applied
+  moving ones otherwise, exactly :func:`ffnumba.ops.nn._bn_kernels._batch_stats`
+  and :func:`~ffnumba.ops.nn._bn_kernels._affine`) with the activation applied
   to each normalised value before it is stored: ``y = f(round(x * scale +
   shift))``, the activation's own scalar body on the value BatchNorm would have
   stored. The BatchNorm output itself is not written.
@@ -28,144 +28,20 @@ Channels split over threads as BatchNorm's kernels do.
 :func:`relu_add_backward` is the backward of ResNet's ``relu(elemwise_add(a, b))``
 in one elementwise pass (the masked head gradient into both operands' gradients).
 
+The kernels are :mod:`._bn_kernels`', which BatchNorm alone runs too (mode ``NONE``).
+
 Source: Ioffe & Szegedy, "Batch Normalization" (2015); the chain rule through
 ``relu``/``clip`` as in :mod:`ffnumba.ops.nn.activation` and ``ops.tensor.unary``.
 """
 import numpy as np
 from numba import njit
 
-from ...jit import JIT, helper_njit
-from ..tensor.unary import _clip, _clip_grad
+from ...jit import JIT
 from . import batch_norm as _bn
-from .activation import relu, relu_grad
+from ._bn_kernels import NONE, RELU, CLIP, U, _bwd_range, _fwd_range  # noqa: F401 (NONE)
+from .activation import relu_grad
 
-__all__ = ['RELU', 'CLIP', 'forward', 'backward', 'relu_add_backward']
-
-#: Activation modes of the fused kernels.
-RELU, CLIP = 1, 2
-U = _bn.U
-PART_SUM = _bn.PART_SUM
-
-
-@helper_njit
-def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, mode, lo, hi,
-               clo, chi):
-    """BatchNorm's training/evaluation forward of channels ``clo..chi`` with the
-    activation (``mode``, bounds ``lo``, ``hi``) applied before the store."""
-    if batch:
-        _bn._batch_stats(xf, O, C, I, mean, var, acc, clo, chi)
-    _bn._affine(mean, var, gamma, beta, eps, acc, clo, chi)
-    t = yf.dtype.type
-    for o in range(O):
-        for c in range(clo, chi):
-            b = U((o * C + c) * I)
-            scale = acc[0, c]
-            shift = acc[1, c]
-            if mode == RELU:
-                for i in range(U(I)):
-                    yf[b + i] = relu(t(xf[b + i] * scale + shift), lo, hi)
-            else:
-                for i in range(U(I)):
-                    yf[b + i] = _clip(t(xf[b + i] * scale + shift), lo, hi)
-
-
-@helper_njit
-def _grad(xf, gf, j, scale, shift, mode, lo, hi):
-    """The gradient reaching the BatchNorm output at element ``j``, in the data's dtype."""
-    t = gf.dtype.type
-    v = t(xf[j] * scale + shift)
-    if mode == RELU:
-        return t(gf[j] * relu_grad(v, lo, hi))
-    return t(gf[j] * _clip_grad(v, lo, hi))
-
-
-@helper_njit
-def _bwd_block(xf, gf, O, C, I, mean, var, gamma, beta, eps, batch, wmode, sums, dxf, acc,
-               ss, grow, mode, lo, hi, clo, chi):
-    """:func:`ffnumba.ops.nn.batch_norm._bwd_block` with the head gradient ``gf`` of the
-    activation's output turned into the BatchNorm output's on the fly (``ss``: float64
-    scratch (2, C) for the forward's scale and shift; ``grow``: scratch for one row of
-    ``I`` gradients)."""
-    n = O * I
-    _bn._affine(mean, var, gamma, beta, eps, ss, clo, chi)
-    for c in range(clo, chi):
-        acc[0, c] = 0.0
-        acc[1, c] = 0.0
-    z = gf.dtype.type(0)
-    for o in range(O):
-        for c in range(clo, chi):
-            mc = mean[c]
-            scale = ss[0, c]
-            shift = ss[1, c]
-            for i0 in range(0, I, PART_SUM):
-                b = U((o * C + c) * I + i0)
-                m = U(min(PART_SUM, I - i0))
-                for i in range(m):
-                    grow[i] = _grad(xf, gf, b + i, scale, shift, mode, lo, hi)
-                s0 = z
-                s1 = z
-                for i in range(m):      # the unfused kernel's loop (the same sum order)
-                    s0 += grow[i]
-                    s1 += grow[i] * (xf[b + i] - mc)
-                acc[0, c] += s0
-                acc[1, c] += s1
-    for c in range(clo, chi):
-        invstd = 1.0 / np.sqrt(var[c] + eps)
-        s0 = acc[0, c]
-        s1 = acc[1, c] * invstd
-        sums[0, c] = s0
-        sums[1, c] = s1
-        k = gamma[c] * invstd
-        bx = 0.0
-        cc = 0.0
-        if batch:
-            bx = -k * invstd * s1 / n
-            cc = -k * s0 / n - bx * mean[c]
-        acc[0, c] = k
-        acc[1, c] = bx
-        acc[2, c] = cc
-    if wmode == 0:
-        return
-    for o in range(O):
-        for c in range(clo, chi):
-            b = U((o * C + c) * I)
-            a = acc[0, c]
-            bx = acc[1, c]
-            cc = acc[2, c]
-            scale = ss[0, c]
-            shift = ss[1, c]
-            # the row's gradient first, in memory: the data gradient below is then the
-            # unfused kernel's very expression (the same contraction into FMAs)
-            for i in range(U(I)):
-                grow[i] = _grad(xf, gf, b + i, scale, shift, mode, lo, hi)
-            if wmode == 1:
-                for i in range(U(I)):
-                    dxf[b + i] = a * grow[i] + bx * xf[b + i] + cc
-            else:
-                for i in range(U(I)):
-                    dxf[b + i] += a * grow[i] + bx * xf[b + i] + cc
-
-
-@njit(**JIT)
-def _fwd_range(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, mode, lo, hi, block,
-               clo, chi):
-    """:func:`_fwd_block` on blocks of channels of at most ``block`` elements."""
-    step = max(1, block // max(1, O * I))
-    for c0 in range(clo, chi, step):
-        _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, mode, lo, hi, c0,
-                   min(chi, c0 + step))
-
-
-@njit(**JIT)
-def _bwd_range(xf, gf, O, C, I, mean, var, gamma, beta, eps, batch, wmode, sums, dxf, acc, ss,
-               mode, lo, hi, block, clo, chi):
-    """:func:`_bwd_block` on blocks of channels (data and head gradient together at most
-    ``block`` elements)."""
-    step = max(1, block // max(1, 2 * O * I))
-    grow = np.empty(I, gf.dtype)
-    for c0 in range(clo, chi, step):
-        _bwd_block(xf, gf, O, C, I, mean, var, gamma, beta, eps, batch, wmode, sums, dxf, acc,
-                   ss, grow, mode, lo, hi, c0, min(chi, c0 + step))
+__all__ = ['NONE', 'RELU', 'CLIP', 'forward', 'backward', 'relu_add_backward']
 
 
 def forward(ctx, p, inputs, out, aux, mode, lo, hi):

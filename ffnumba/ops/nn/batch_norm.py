@@ -46,13 +46,14 @@ documentation and observed CPU behaviour.
 import math
 
 import numpy as np
-from numba import njit, float64
+from numba import float64
 
 from ...base import ShapeError, DTypeError
 from ..params import Params, Field
 from ..registry import OpDef, register_op, shape_assign
-from ...jit import helper_njit
-from ..templates import JIT, LazyCudaKernel, f16_safe, launch_1d, import_cuda
+from ..templates import LazyCudaKernel, f16_safe, launch_1d, import_cuda
+# the CPU kernels (mode NONE: no activation); PART_SUM re-exported
+from ._bn_kernels import NONE, PART_SUM, _affine, _bwd_range, _fwd_range  # noqa: F401
 
 cuda = None  # bound by import_cuda(globals()) on first GPU use
 __all__ = ['BatchNormParam', 'inference_affine']
@@ -145,10 +146,9 @@ def _infer_type(p, in_types, aux_types):
 # at most ``PART_SUM`` terms in the data's dtype, MXNet's own float accumulation for
 # float32; vectorised twice as wide as float64 ones): the training forward
 # reads the data twice (statistics, then normalise), the evaluation forward once, the
-# backward twice (sums, data gradient).
+# backward twice (sums, data gradient). The kernels are in :mod:`._bn_kernels` (mode ``NONE``:
+# no activation; one compiled pair for BatchNorm alone and BatchNorm -> relu).
 
-#: Unsigned loop indices: no negative-index wrap-around test, so LLVM vectorises.
-U = np.uint64
 #: Fewest elements per thread before the channels split over threads: below half a million
 #: the training forward and backward ran no faster on two threads than on one (2-core VM;
 #: (32, 512, 4, 4): 85 and 135 us on one, 95-170 and 133-314 us split), 1.2-1.5x from 1M.
@@ -156,142 +156,6 @@ PAR_MIN_ELEMS = 1 << 18
 #: Elements of one block of channels, read twice (about 1 MiB of float32: the second
 #: pass finds the block in the L2 cache).
 BLOCK_ELEMS = 1 << 18
-#: Most terms of one partial sum in the data's dtype (float32 lanes: twice the float64
-#: width); the partial sums are added in float64.
-PART_SUM = 4096
-
-
-@njit(**JIT)
-def _affine(mean, var, gamma, beta, eps, acc, clo, chi):
-    """``acc[0, c] = gamma / sqrt(var + eps)`` (scale), ``acc[1, c] = beta - mean * scale``
-    (shift) in float64 for channels ``clo..chi``: ``y = x * scale + shift``."""
-    for c in range(clo, chi):
-        scale = gamma[c] / np.sqrt(var[c] + eps)
-        acc[0, c] = scale
-        acc[1, c] = beta[c] - mean[c] * scale
-
-
-@helper_njit
-def _batch_stats(xf, O, C, I, mean, var, acc, clo, chi):
-    """Store the batch mean and biased variance of channels ``clo..chi`` in ``mean`` /
-    ``var`` (sums of ``x - x[0, c, 0]`` and of its square, the shift guarding against
-    cancellation; an inf or NaN shift is 0, so an inf gives an inf mean as in MXNet)."""
-    n = O * I
-    for c in range(clo, chi):
-        acc[0, c] = 0.0
-        acc[1, c] = 0.0
-        k = xf[c * I]
-        acc[2, c] = k if k - k == 0 else 0.0
-    z = xf.dtype.type(0)
-    for o in range(O):
-        for c in range(clo, chi):
-            k = xf.dtype.type(acc[2, c])      # an element of x: exact in its dtype
-            for i0 in range(0, I, PART_SUM):
-                b = U((o * C + c) * I + i0)
-                s = z
-                ss = z
-                for i in range(U(min(PART_SUM, I - i0))):
-                    d = xf[b + i] - k
-                    s += d
-                    ss += d * d
-                acc[0, c] += s
-                acc[1, c] += ss
-    for c in range(clo, chi):
-        m = acc[0, c] / n
-        mean[c] = acc[2, c] + m
-        var[c] = max(acc[1, c] / n - m * m, 0.0)
-
-
-@helper_njit
-def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, clo, chi):
-    """Normalise channels ``clo..chi``; with ``batch`` first store their batch statistics
-    (:func:`_batch_stats`). ``acc`` is float64 scratch ``(3, C)``."""
-    if batch:
-        _batch_stats(xf, O, C, I, mean, var, acc, clo, chi)
-    _affine(mean, var, gamma, beta, eps, acc, clo, chi)
-    for o in range(O):
-        for c in range(clo, chi):
-            b = U((o * C + c) * I)
-            scale = acc[0, c]
-            shift = acc[1, c]
-            for i in range(U(I)):
-                yf[b + i] = xf[b + i] * scale + shift
-
-
-@helper_njit
-def _bwd_block(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, clo, chi):
-    """Channels ``clo..chi``: ``sums[0, c] = sum(g)``, ``sums[1, c] = sum(g * xhat)``, then
-    (``mode`` 1 write, 2 add, 0 none) the data gradient, through the batch statistics
-    when ``batch``: ``dx = k (g - mean(g) - xhat mean(g xhat))``, ``k = gamma / std``,
-    computed as ``a g + bx x + cc`` with per-channel constants kept in ``acc``."""
-    n = O * I
-    for c in range(clo, chi):
-        acc[0, c] = 0.0
-        acc[1, c] = 0.0
-    z = gf.dtype.type(0)
-    for o in range(O):
-        for c in range(clo, chi):
-            mc = mean[c]
-            for i0 in range(0, I, PART_SUM):
-                b = U((o * C + c) * I + i0)
-                s0 = z
-                s1 = z
-                for i in range(U(min(PART_SUM, I - i0))):
-                    g = gf[b + i]
-                    s0 += g
-                    s1 += g * (xf[b + i] - mc)
-                acc[0, c] += s0
-                acc[1, c] += s1
-    for c in range(clo, chi):
-        invstd = 1.0 / np.sqrt(var[c] + eps)
-        s0 = acc[0, c]
-        s1 = acc[1, c] * invstd
-        sums[0, c] = s0
-        sums[1, c] = s1
-        k = gamma[c] * invstd
-        bx = 0.0
-        cc = 0.0
-        if batch:
-            bx = -k * invstd * s1 / n
-            cc = -k * s0 / n - bx * mean[c]
-        acc[0, c] = k
-        acc[1, c] = bx
-        acc[2, c] = cc
-    if mode == 0:
-        return
-    for o in range(O):
-        for c in range(clo, chi):
-            b = U((o * C + c) * I)
-            a = acc[0, c]
-            bx = acc[1, c]
-            cc = acc[2, c]
-            if mode == 1:
-                for i in range(U(I)):
-                    dxf[b + i] = a * gf[b + i] + bx * xf[b + i] + cc
-            else:
-                for i in range(U(I)):
-                    dxf[b + i] += a * gf[b + i] + bx * xf[b + i] + cc
-
-
-@njit(**JIT)
-def _fwd_range(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, block, clo, chi):
-    """:func:`_fwd_block` on blocks of channels of at most ``block`` elements, so the
-    normalising pass reads the block from cache, not memory."""
-    step = max(1, block // max(1, O * I))
-    for c0 in range(clo, chi, step):
-        _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, c0,
-                   min(chi, c0 + step))
-
-
-@njit(**JIT)
-def _bwd_range(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, block,
-               clo, chi):
-    """:func:`_bwd_block` on blocks of channels (data and head gradient together at most
-    ``block`` elements)."""
-    step = max(1, block // max(1, 2 * O * I))
-    for c0 in range(clo, chi, step):
-        _bwd_block(xf, gf, O, C, I, mean, var, gamma, eps, batch, mode, sums, dxf, acc, c0,
-                   min(chi, c0 + step))
 
 
 def _run_channels(kernel, size, c, *args):
@@ -333,8 +197,8 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
         st['var'][...] = aux[1]
     st['batch'] = batch
     _run_channels(_fwd_range, data.size, c, data.reshape(-1), o, c, i, batch, st['mean'],
-                  st['var'], gamma, beta, p.eps, outputs[0].reshape(-1), st['acc'],
-                  BLOCK_ELEMS)
+                  st['var'], gamma, beta, p.eps, outputs[0].reshape(-1), st['acc'], NONE,
+                  0.0, 0.0, BLOCK_ELEMS)
     if p.output_mean_var:
         outputs[1][...] = st['mean']
         outputs[2][...] = 1.0 / np.sqrt(st['var'] + p.eps)
@@ -379,8 +243,9 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     mode = {'null': 0, 'write': 1, 'add': 2}[req[0]]
     xf = data.reshape(-1)
     _run_channels(_bwd_range, data.size, c, xf, out_grads[0].reshape(-1), o, c, i, mean,
-                  var, gamma, p.eps, not p.use_global_stats, mode, sums,
-                  in_grads[0].reshape(-1) if mode else xf, st['acc'], BLOCK_ELEMS)
+                  var, gamma, inputs[2], p.eps, not p.use_global_stats, mode, sums,
+                  in_grads[0].reshape(-1) if mode else xf, st['acc'], st['acc'], NONE,
+                  0.0, 0.0, BLOCK_ELEMS)
     _param_grads(p, st, sums, in_grads, req, aux)
 
 

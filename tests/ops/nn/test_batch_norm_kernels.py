@@ -205,3 +205,28 @@ def test_small_batch_norms_stay_on_one_thread(threads, monkeypatch):
         _, one = run(shape)
         for a, b in zip(one, two):
             np.testing.assert_array_equal(a, b)
+
+
+def test_plain_and_fused_batch_norm_share_one_kernel_pair():
+    """BatchNorm alone runs the BatchNorm -> activation kernels in mode ``NONE``: the same
+    compiled signature as ``BatchNorm -> relu`` (a cold ResNet-18 compiles one pair)."""
+    from ffnumba.ops.nn import _bn_act, _bn_kernels
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 5, 5)).astype(np.float32)
+    gamma, beta = np.ones(3, np.float32), np.zeros(3, np.float32)
+    mm, mv = np.zeros(3, np.float32), np.ones(3, np.float32)
+    p = dict(axis=1, eps=1e-3, fix_gamma=False, use_global_stats=False, momentum=0.9)
+    init = [np.zeros_like(x), np.zeros_like(gamma), np.zeros_like(beta)]
+    _run(p, x, gamma, beta, mm, mv, np.ones_like(x), True, ['write'] * 3, init)
+    sigs = (list(_bn_kernels._fwd_range.signatures), list(_bn_kernels._bwd_range.signatures))
+    params = get_op('BatchNorm').parse_params(p)
+    ctx = OpContext(True, None, {}, np.random.default_rng(0), 'bn')
+    y, grads = np.empty_like(x), [v.copy() for v in init]
+    _bn_act.forward(ctx, params, [x, gamma.copy(), beta], y, [mm.copy(), mv.copy()],
+                    _bn_act.RELU, 0.0, 0.0)
+    _bn_act.backward(ctx, params, np.ones_like(x), [x, gamma.copy(), beta], grads,
+                     ['write'] * 3, [mm.copy(), mv.copy()], _bn_act.RELU, 0.0, 0.0)
+    assert sigs[0] and sigs[1]
+    assert sigs == (list(_bn_kernels._fwd_range.signatures),
+                    list(_bn_kernels._bwd_range.signatures))
+    assert bn._fwd_range is _bn_kernels._fwd_range and bn._bwd_range is _bn_kernels._bwd_range
