@@ -16,7 +16,24 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 import sys as _sys
 
-from . import base
+
+def _check_core_dependencies():
+    """Raise a ModuleNotFoundError that says how to install ffnumba when a core
+    dependency (numpy, numba, scipy) is missing from this Python, instead of a
+    traceback from deep inside the package."""
+    import importlib.util
+    for dep in ('numpy', 'numba', 'scipy'):
+        if importlib.util.find_spec(dep) is None:
+            raise ModuleNotFoundError(
+                'ffnumba needs %r, which this Python (%s) does not have. Install ffnumba '
+                'with its dependencies into this Python: `pip install -e .` in a checkout '
+                '(or `pip install -e \'.[data]\'`, as README.md says); its core dependencies '
+                'are numpy, numba, scipy and tqdm.' % (dep, _sys.executable), name=dep)
+
+
+_check_core_dependencies()
+
+from . import base  # noqa: E402
 from .base import FFError, MXNetError
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import context

@@ -249,3 +249,16 @@ def test_readme_code_block_runs_and_prints_what_it_computes(tmp_path):
     assert acc >= 0.9
     assert 'reloaded test accuracy %.3f' % acc in out
     assert 'Epoch[9] Validation-accuracy=' in out and 'samples/sec' in out
+
+
+def test_missing_core_dependency_says_how_to_install():
+    """``import ffnumba`` in a Python without numba names numba and the install command,
+    not a traceback from inside the package."""
+    code = ("import sys; sys.modules['numba'] = None\n"
+            "try:\n    import ffnumba\nexcept ModuleNotFoundError as e:\n"
+            "    print('NAME', e.name); print('MSG', e)\n")
+    proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'NAME numba' in proc.stdout, proc.stdout
+    assert "ffnumba needs 'numba'" in proc.stdout and 'pip install -e .' in proc.stdout
