@@ -26,7 +26,8 @@ import threading
 import numpy as np
 
 # numba's disk-cache keys and linking adapted for ffnumba's kernels (installed on import)
-from ._jit_cache import HELPER_SALT, LINK_SALT, importable  # noqa: F401 (HELPER_SALT, LINK_SALT: re-exported)
+# (HELPER_SALT, LINK_SALT re-exported)
+from ._jit_cache import HELPER_SALT, LINK_SALT, importable  # noqa: F401
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
            'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',
@@ -107,8 +108,6 @@ def _njit_jit(fn):
 def lazy_njit(fn):
     """``@njit(**JIT)`` for a kernel only Python calls, built on first call (:class:`LazyKernel`)."""
     return LazyKernel(functools.partial(_njit_jit, fn))
-
-
 
 
 def helper_njit(fn):

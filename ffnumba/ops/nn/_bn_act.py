@@ -28,7 +28,7 @@ Channels split over threads as BatchNorm's kernels do.
 :func:`relu_add_backward` is the backward of ResNet's ``relu(elemwise_add(a, b))``
 in one elementwise pass (the masked head gradient into both operands' gradients).
 
-The kernels are :mod:`._bn_kernels`', which BatchNorm alone runs too (mode ``NONE``).
+The kernels live in :mod:`._bn_kernels`; BatchNorm alone runs them too (mode ``NONE``).
 
 Source: Ioffe & Szegedy, "Batch Normalization" (2015); the chain rule through
 ``relu``/``clip`` as in :mod:`ffnumba.ops.nn.activation` and ``ops.tensor.unary``.

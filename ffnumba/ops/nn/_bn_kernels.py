@@ -212,7 +212,7 @@ def _bwd_range(xf, gf, O, C, I, mean, var, gamma, beta, eps, batch, wmode, sums,
     """:func:`_bwd_block` on blocks of channels (data and head gradient together at most
     ``block`` elements)."""
     step = max(1, block // max(1, 2 * O * I))
-    grow = np.empty(I, gf.dtype)
+    grow = np.empty(I if mode != NONE else 0, gf.dtype)    # NONE reads gf directly
     for c0 in range(clo, chi, step):
         _bwd_block(xf, gf, O, C, I, mean, var, gamma, beta, eps, batch, wmode, sums, dxf, acc,
                    ss, grow, mode, lo, hi, c0, min(chi, c0 + step))
