@@ -18,11 +18,12 @@ import sys as _sys
 
 
 def _check_core_dependencies():
-    """Raise a ModuleNotFoundError that says how to install ffnumba when a core
-    dependency (numpy, numba, scipy) is missing from this Python, instead of a
-    traceback from deep inside the package."""
+    """Raise a ModuleNotFoundError that says how to install ffnumba when a dependency
+    the import needs (numpy, numba) is missing from this Python, instead of a traceback
+    from deep inside the package. (scipy, also core, is only looked up by numba at the
+    first matrix product: ``import ffnumba`` itself does not touch it.)"""
     import importlib.util
-    for dep in ('numpy', 'numba', 'scipy'):
+    for dep in ('numpy', 'numba'):
         if importlib.util.find_spec(dep) is None:
             raise ModuleNotFoundError(
                 'ffnumba needs %r, which this Python (%s) does not have. Install ffnumba '
