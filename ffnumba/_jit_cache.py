@@ -10,9 +10,12 @@
 * Linked-in copies of callees made internal (:func:`_own_copies`): a kernel gives the
   same bits fresh or cached.
 * Each kernel's ``FunctionCache`` built on first use (:class:`_LazyCache`).
+* Cache entries saved safely when several processes compile at once (:func:`_safe_save`).
 
 It imports only the standard library, numpy and numba (the ``jit`` layer).
 """
+import contextlib
+import hashlib
 import os
 import sys
 import threading
@@ -117,7 +120,6 @@ def _stable_index_key(real):
     refers to a function from a module Python cannot import (:func:`importable`), are
     numba's.
     """
-    import hashlib
 
     def _index_key(self, sig, codegen):
         py = self._py_func
@@ -151,8 +153,10 @@ def _salted(real):
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 #: Part of every ffnumba kernel's cache key: entries compiled with each library calling
-#: its own copies of the functions it linked in (:func:`_own_copies`).
-LINK_SALT = 'ffnumba-own-copies-1'
+#: its own copies of the functions it linked in (:func:`_own_copies`), saved under
+#: key-derived data-file names (:func:`_safe_save`; ``-2``: entries an index written by the
+#: racy numbered scheme names are never loaded).
+LINK_SALT = 'ffnumba-own-copies-2'
 
 
 def _own_copies(real):
@@ -212,6 +216,7 @@ class _LazyCache:
                 if self._ff_real is None:
                     from numba.core.caching import FunctionCache
                     cache = FunctionCache(self._ff_py_func)
+                    cache._cache_file.save = _safe_save.__get__(cache._cache_file)
                     if self._ff_salt is not None:
                         cache._index_key = _with_salt(cache._index_key, self._ff_salt)
                     self._ff_real = cache
@@ -223,6 +228,50 @@ class _LazyCache:
 
     def __repr__(self):
         return repr(self._ff_build())
+
+
+@contextlib.contextmanager
+def _file_lock(path):
+    """An exclusive ``flock`` on ``path`` across processes; no lock where there is no ``fcntl``
+    (Windows) or the file cannot be opened (a read-only cache folder)."""
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)    # releases the lock
+
+
+def _safe_save(self, key, data):
+    """numba's ``IndexDataCacheFile.save``, safe when processes save entries of one kernel at once.
+
+    numba names a new entry's data file by the first number its index does not use, writes
+    the index, then the data. Two processes that read the index before either wrote it
+    (two fuzz workers, the test suite beside its CUDA-simulator child, a program beside
+    ffnumba's compile-ahead child) pick the same number for different keys, and the index
+    can end up naming the other key's code: an entry for float32 arrays that holds a float64
+    kernel (found: ``TypeError: can't unbox array`` in ``exp`` backward in CI), or another
+    operator's body of the same template kernel with the same signature (wrong numbers).
+    Here the data file is named by a digest of the key and the source stamp, so one file
+    only ever holds one key's code for one version of the source; it is written (atomically,
+    numba's ``_open_for_write``) before the index names it; and the index's
+    read-modify-write holds an exclusive lock (:func:`_file_lock`), so no process drops
+    another's entry. Without the lock (no ``fcntl``) an entry can still be dropped, which
+    costs a recompile, never wrong code.
+    """
+    digest = hashlib.sha256(repr((key, self._source_stamp)).encode()).hexdigest()[:24]
+    name = '%s.%s.nbc' % (self._index_name[:-len('.nbi')], digest)
+    self._save_data(name, data)
+    with _file_lock(self._index_path + '.lock'):
+        overloads = self._load_index()
+        if overloads.get(key) != name:
+            overloads[key] = name
+            self._save_index(overloads)
 
 
 def _with_salt(index_key, salt):
