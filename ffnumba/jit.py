@@ -17,8 +17,8 @@ templates (:mod:`ffnumba.ops.templates`) and the optimizer update kernels
 * :func:`stable_cache_key`: reproducible on-disk cache keys for closures
   (with :mod:`ffnumba._jit_cache`, which adapts numba's cache keys and linking).
 
-It imports only numpy, numba and :mod:`ffnumba._jit_cache`; nothing in ffnumba
-sits below them but the standard library.
+It imports only numpy, numba, :mod:`ffnumba._jit_cache` and :mod:`ffnumba._scipy_blas`;
+nothing in ffnumba sits below them but the standard library.
 """
 import functools
 import threading
@@ -28,6 +28,11 @@ import numpy as np
 # numba's disk-cache keys and linking adapted for ffnumba's kernels (installed on import)
 # (HELPER_SALT, LINK_SALT re-exported)
 from ._jit_cache import HELPER_SALT, LINK_SALT, importable  # noqa: F401
+from . import _scipy_blas
+
+# numba's BLAS module loaded without scipy.linalg (85 ms of every start), before numba's
+# CPU target is set up at the first compile or cache load
+_scipy_blas.preload()
 
 __all__ = ['JIT', 'FASTMATH', 'LazyCudaKernel', 'launch_1d', 'GPU_THREADS', 'import_cuda',
            'f16_safe', 'stable_cache_key', 'fill_gpu', 'gpu_body', 'passthrough', 'selects',

@@ -77,7 +77,8 @@ if sys.argv[1] == 'deep':      # two threads, a deep layer: the backward split b
     exe.backward(ff.nd.ones(exe.outputs[0].shape))
     assert split == [2], split
 print(json.dumps({'at_import': at_import, 'all': compiled, 'cuda': cuda,
-                  'caches_at_import': caches_at_import, 'caches': caches}))
+                  'caches_at_import': caches_at_import, 'caches': caches,
+                  'scipy_linalg': 'scipy.linalg' in sys.modules}))
 '''
 
 
@@ -115,6 +116,14 @@ def test_warm_cache_first_batch_compiles_nothing(tmp_path):
     warm = _child('train', tmp_path)
     assert warm['all'] == [], 'recompiled with a warm cache: %s' % warm['all']
     assert warm['cuda'] is False
+
+
+def test_first_batch_leaves_scipy_linalg_unimported(tmp_path):
+    # the GEMMs call numpy's OpenBLAS; importing scipy.linalg (numba's np.dot BLAS) only to
+    # hold its threads cost ~85 ms of every start (16% of a warm LeNet's)
+    for what in ('train', 'train', 'conv'):
+        out = _child(what, tmp_path, FFNUMBA_GEMM='openblas', NUMBA_NUM_THREADS='2')
+        assert out['scipy_linalg'] is False, what
 
 
 def test_conv_compiles_one_gemm_and_no_unused_winograd_tile(tmp_path):
