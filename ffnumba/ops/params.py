@@ -34,7 +34,7 @@ class Shape(tuple):
 
 
 _KIND_NAMES = {int: 'an int', float: 'a float', bool: 'a bool', str: 'a str',
-               Shape: 'a tuple of ints', 'dtype': 'a dtype name'}
+               Shape: 'a tuple of ints', 'dtype': 'a bool, int, uint or float dtype name'}
 
 
 class Field:
@@ -164,9 +164,12 @@ class Field:
             return v
         elif self.kind == 'dtype':
             try:
-                return np.dtype(v).name
+                dt = np.dtype(v)
             except TypeError:
                 raise bad() from None
+            if dt.kind not in 'biuf':      # no kernel takes object, string, complex or time
+                raise bad()
+            return dt.name
         if self.low is not None and v < self.low:
             raise bad()
         if self.high is not None and v > self.high:

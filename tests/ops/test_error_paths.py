@@ -173,8 +173,11 @@ def test_deconvolution_pad_leaves_no_output():
     (lambda: S.Embedding(d, input_dim=0, output_dim=2), ('Embedding', '`input_dim`')),
     (lambda: S.LeakyReLU(d, act_type='rrelu', lower_bound=0.5, upper_bound=0.1),
      ('LeakyReLU', '`upper_bound`', '0.1')),
+    # found by the full fuzz run: numpy's TypeError from inside the kernel, not an FFError
+    (lambda: S.norm(d, out_dtype='object'), ('norm', '`out_dtype`', "'object'", 'float')),
+    (lambda: S.Cast(d, dtype='complex64'), ('Cast', '`dtype`', "'complex64'")),
 ], ids=['conv-stride', 'conv-kernel', 'fc-hidden', 'pool-stride', 'dropout-p', 'lrn-nsize',
-        'bn-eps', 'up-scale', 'emb-dim', 'rrelu-bounds'])
+        'bn-eps', 'up-scale', 'emb-dim', 'rrelu-bounds', 'norm-object-dtype', 'cast-complex'])
 def test_bad_params(make, fragments):
     _raises(ParamError, make, *fragments)
 
