@@ -61,15 +61,29 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
         fused(*args)
         totals[('Convolution+BatchNorm/act (fused)', 'forward')] += time.perf_counter() - tic
     conv_mod.fused_forward_cpu = timed_fused
-    # and elemwise_add -> relu pairs (ResNet's residual sums) as one fused pass
+    # and elemwise_add -> relu pairs (ResNet's residual sums) as one fused pass; a training
+    # executor also runs BatchNorm -> relu/clip and elemwise_add -> relu as fused calls
+    # (ffnumba._executor_train_fuse binds them when the executor is bound)
+    from ffnumba import _executor_train_fuse as tf_mod
+    from ffnumba.ops.nn import _bn_act
     from ffnumba.ops.nn import _conv_epilogue as ep_mod
-    add_relu = ep_mod.add_relu_forward
+    patched = []
+    for mod, attr, key in ((ep_mod, 'add_relu_forward', ('elemwise_add+relu (fused)', 'forward')),
+                           (tf_mod, 'add_relu_forward', ('elemwise_add+relu (fused)', 'forward')),
+                           (_bn_act, 'relu_add_backward',
+                            ('elemwise_add+relu (fused)', 'backward')),
+                           (_bn_act, 'forward', ('BatchNorm+act (fused)', 'forward')),
+                           (_bn_act, 'backward', ('BatchNorm+act (fused)', 'backward'))):
+        real = getattr(mod, attr, None)
+        if real is None:
+            continue
 
-    def timed_add(*args):
-        tic = time.perf_counter()
-        add_relu(*args)
-        totals[('elemwise_add+relu (fused)', 'forward')] += time.perf_counter() - tic
-    ep_mod.add_relu_forward = timed_add
+        def timed_call(*args, _fn=real, _key=key):
+            tic = time.perf_counter()
+            _fn(*args)
+            totals[_key] += time.perf_counter() - tic
+        patched.append((mod, attr, real))
+        setattr(mod, attr, timed_call)
     try:
         exe = sym.simple_bind(ff.cpu(0), grad_req='write' if train else 'null',
                               **{k: v.shape for k, v in inputs.items()})
@@ -89,7 +103,8 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
         whole = time.perf_counter() - tic
     finally:
         conv_mod.fused_forward_cpu = fused
-        ep_mod.add_relu_forward = add_relu
+        for mod, attr, real in patched:
+            setattr(mod, attr, real)
         for table, fn in saved:
             table['cpu'] = fn
         for op in guarded:
