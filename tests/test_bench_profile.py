@@ -1,23 +1,14 @@
 """benchmarks/_profile.op_profile (zoo.py --profile) attributes every fused training call."""
-import os
-import sys
-
 import numpy as np
 
 import ffnumba as ff
+from bench_modules import benchmark_module
 
 S = ff.sym
 
 
 def _op_profile():
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        'benchmarks')
-    sys.path.insert(0, here)
-    try:
-        import _profile
-    finally:
-        sys.path.remove(here)
-    return _profile.op_profile
+    return benchmark_module('_profile').op_profile
 
 
 def test_fused_training_calls_have_rows_and_are_restored():

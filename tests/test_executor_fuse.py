@@ -4,13 +4,11 @@ Fused and unfused outputs must be bit-identical (the epilogue does the unfused
 kernels' arithmetic), the fused path must really run where it applies, and
 never where a value it skips is observable.
 """
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import ffnumba as ff
+from bench_modules import benchmark_module
 from ffnumba.ops.nn import _conv_epilogue as ep_mod
 from ffnumba.ops.nn import convolution as conv_mod
 
@@ -330,14 +328,7 @@ def test_float16_runs_unfused(monkeypatch):
 
 
 def _zoo():
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        'benchmarks')
-    sys.path.insert(0, here)
-    try:
-        import zoo_nets
-    finally:
-        sys.path.remove(here)
-    return zoo_nets.NETS
+    return benchmark_module('zoo_nets').NETS
 
 
 @pytest.mark.parametrize('name', ['resnet18_v1_32', 'inception_bn', 'mobilenet_v1',
