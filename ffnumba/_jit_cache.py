@@ -263,15 +263,38 @@ def _safe_save(self, key, data):
     read-modify-write holds an exclusive lock (:func:`_file_lock`), so no process drops
     another's entry. Without the lock (no ``fcntl``) an entry can still be dropped, which
     costs a recompile, never wrong code.
+
+    The name is ``<function>.<stamp digest>-<key digest>.nbc`` (the stamp digest also covers
+    numba's version, which the index is checked against): numba reused its numbered
+    files once an edit of the source reset the index, and these would pile up one set per
+    edit, so each save also removes the function's data files of other source stamps (and
+    numba's numbered ones): :func:`_drop_stale`.
     """
-    digest = hashlib.sha256(repr((key, self._source_stamp)).encode()).hexdigest()[:24]
-    name = '%s.%s.nbc' % (self._index_name[:-len('.nbi')], digest)
+    base = self._index_name[:-len('.nbi')]
+    stamp = hashlib.sha256(repr((self._source_stamp, self._version)).encode()).hexdigest()[:8]
+    name = '%s.%s-%s.nbc' % (base, stamp, hashlib.sha256(repr(key).encode()).hexdigest()[:16])
     self._save_data(name, data)
     with _file_lock(self._index_path + '.lock'):
         overloads = self._load_index()
         if overloads.get(key) != name:
             overloads[key] = name
             self._save_index(overloads)
+        _drop_stale(self._cache_path, base, stamp)
+
+
+def _drop_stale(folder, base, stamp):
+    """Remove ``folder``'s data files of function ``base`` not saved for source ``stamp``."""
+    keep = '%s.%s-' % (base, stamp)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for f in names:
+        if f.startswith(base + '.') and f.endswith('.nbc') and not f.startswith(keep):
+            try:
+                os.remove(os.path.join(folder, f))
+            except OSError:
+                pass
 
 
 def _with_salt(index_key, salt):

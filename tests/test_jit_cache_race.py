@@ -66,6 +66,12 @@ def test_data_file_named_by_key_and_source_stamp_and_written_before_the_index(tm
     assert len(set(names)) == 3
     assert files[1].load(('sig', 1)) == 'one, new source'
     assert files[0].load(('sig', 2)) is None       # the index of the old source stamp is gone
+    # the old source's data files are removed by the next save (and numba's numbered ones)
+    (tmp_path / 'k-1.py311.3.nbc').write_bytes(b'numbered')
+    (tmp_path / 'k-10.py311.1.nbc').write_bytes(b'another function')
+    files[1].save(('sig', 3), 'three')
+    assert sorted(p.name for p in tmp_path.glob('*.nbc')) == sorted(
+        [names[2], files[1]._load_index()[('sig', 3)], 'k-10.py311.1.nbc'])
 
 
 def test_ffnumba_kernels_save_through_it():
