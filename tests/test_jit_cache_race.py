@@ -4,7 +4,6 @@ Found in CI: two fuzz workers saved entries of one template kernel at the same m
 both under the same data-file number, and a float32 entry came to hold a float64 kernel
 (``TypeError: can't unbox array`` in ``exp`` backward).
 """
-import os
 import subprocess
 import sys
 import textwrap
