@@ -14,17 +14,20 @@ kernel it compiles to the on-disk cache (``cache=True``). The parent runs
 its forward and backward from the front, loading from the cache what the
 child has compiled, so the two meet midway whichever is faster.
 
-The two split the kernels by **claims**: before either compiles a kernel
-that is not in the cache (a numba dispatcher of ffnumba and one signature,
-at the top of a compile; the helpers it calls are compiled inside it), it
-claims it with a file created exclusively in a folder of this cold start
-(:class:`_Claims`). A kernel the parent has claimed the child skips: it
-drops that node and goes on to the next. A kernel the child has claimed the
-parent waits for and then loads from the cache (unless the child has exited
-or has held the claim :data:`CLAIM_WAIT_MAX` seconds: then it compiles it
-itself). So no kernel is compiled by both (before claims, the kernels the
-two reached at the same time were: in a ResNet-18 cold start, the
-channel-split backward driver and two elementwise kernels). The child runs
+The two split the kernels by **claims** (:mod:`ffnumba._compile_claims`):
+before either compiles a kernel that is not in the cache (a numba dispatcher
+of ffnumba and one signature), it claims it with a file created exclusively
+in a folder of this cold start. A kernel the parent has claimed the child
+skips: it drops that node and goes on to the next. A kernel the child has
+claimed the parent waits for and then loads from the cache (unless the child
+has exited or has held the claim :data:`CLAIM_WAIT_MAX` seconds: then it
+compiles it itself). The helpers compiled inside a kernel are claimed too; a
+node of the child that needs a helper the parent is compiling is retried as
+soon as that helper is cached (:func:`main`). So no kernel and no helper is
+compiled by both (before claims, the kernels the two reached at the same time
+were, in a ResNet-18 cold start, the channel-split backward driver and two
+elementwise kernels; before helper claims, the im2col and GEMM helpers the
+convolution's forward and backward drivers share, about 2 s of each's start). The child runs
 at a lower priority (``nice`` 10), so on a busy core it yields to the parent.
 When the parent's first backward is done the child, if still running, is
 stopped (:meth:`Ahead.done`) and the claims folder removed.
@@ -56,7 +59,6 @@ it can help:
   then (``atexit``), so no process outlives it.
 """
 import atexit
-import contextlib
 import hashlib
 import logging
 import os
@@ -65,7 +67,8 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
+
+from ._compile_claims import CLAIM_WAIT_MAX, _Claims, _Skip, _install
 
 __all__ = ['start', 'Ahead', 'enabled', 'WARM_FORWARD', 'CLAIM_WAIT_MAX', 'main']
 
@@ -74,12 +77,6 @@ _LOG = logging.getLogger(__name__)
 
 #: A first forward faster than this (seconds) loaded its kernels from the cache: the child is stopped.
 WARM_FORWARD = 1.0
-#: A claim of the child older than this (seconds) is stalled (a starved or stuck child): the
-#: parent stops waiting and compiles the kernel itself (the largest compile takes about 4 s on an
-#: idle core).
-CLAIM_WAIT_MAX = 10.0
-#: Seconds between two looks at the cache while the parent waits for the child's kernel.
-CLAIM_POLL = 0.01
 
 _lock = threading.Lock()
 _started = False      # one child per process: the cold start
@@ -216,224 +213,6 @@ class Ahead:
             claims.close()
 
 
-class _Skip(Exception):
-    """Raised in the child for a kernel the parent has claimed: the child drops the node."""
-
-
-class _Claims:
-    """Which process compiles which kernel: one file per kernel in a folder of the cold start.
-
-    Installed (:meth:`install`) in the parent and in the child, it wraps the
-    disk-cache lookup of numba's dispatchers (``Cache.load_overload``, the
-    step before a compile) for ffnumba's kernels at the top of a compile (not
-    the helpers compiled inside one: ``numba:compile`` events count the
-    depth). On a cache miss the process creates ``<folder>/<kernel>.claim``
-    exclusively (``O_EXCL``) and compiles; numba then saves the kernel
-    (``save_overload``) and the claim file is removed. When the file is
-    there already, the other process is compiling that kernel: the child
-    raises :class:`_Skip`; the parent polls the cache every
-    :data:`CLAIM_POLL` s until the kernel is there, and compiles it itself
-    when the child has exited (``alive()`` false), the claim is gone without
-    a cache entry (the child failed), or the claim is older than
-    :data:`CLAIM_WAIT_MAX` s (a stalled child).
-
-    Parameters
-    ----------
-    folder : str
-        The claims folder (made by the parent, removed by :meth:`close`).
-    role : {'parent', 'child'}
-    alive : callable() -> bool, optional
-        The parent's test that the child still runs.
-    """
-
-    _active = None      # the installed instance of this process
-    _real = None        # numba's (load_overload, save_overload)
-
-    def __init__(self, folder, role, alive=None):
-        self.folder = folder
-        self.role = role
-        self.alive = alive or (lambda: True)
-        self.depth = 0
-        self.mine = {}      # (cache id, signature) -> claim path, held by this process
-        self.waited = 0.0   # seconds the parent waited for the child's kernels
-        self._lock_path = os.path.join(folder, 'cache.lock')
-
-    # ------------------------------------------------------------ hooks
-    def install(self):
-        """Wrap numba's cache lookup and save for this process (one instance at a time)."""
-        from numba.core import caching, event
-        cls = caching.Cache
-        if _Claims._real is None:
-            _Claims._real = (cls.load_overload, cls.save_overload)
-            cls.load_overload = _load_overload
-            cls.save_overload = _save_overload
-            event.register('numba:compile', _depth_listener())
-        _Claims._active = self
-
-    def close(self):
-        """Uninstall (the wrappers stay, inert) and remove the claims folder."""
-        if _Claims._active is self:
-            _Claims._active = None
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-    # ------------------------------------------------------------ claims
-    def _path(self, cache, sig, target_context):
-        """The claim file of a kernel: named by numba's cache file and index key (the
-        signature, the machine, the hashes of the bytecode and of a closure's cells), the
-        same in both processes."""
-        key = cache._index_key(sig, target_context.codegen())
-        name = '%s|%s|%r' % (cache._cache_path, cache._impl.filename_base, key)
-        return os.path.join(self.folder, hashlib.sha1(name.encode()).hexdigest()[:24] + '.claim')
-
-    def miss(self, cache, sig, target_context):
-        """A top-level kernel not in the cache: claim it (None: compile it here), skip it
-        (child), or wait for the child's and return what it cached (parent)."""
-        try:
-            path = self._path(cache, sig, target_context)
-        except Exception:   # noqa: BLE001 -- numba's internals changed: compile here unclaimed
-            return None
-        tic = time.perf_counter()
-        while True:
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                pass
-            except OSError:             # no folder (closed) or not writable: compile here
-                return None
-            else:
-                os.write(fd, self.role.encode())
-                os.close(fd)
-                self.mine[(id(cache), str(sig))] = path
-                return None
-            if self.role == 'child':
-                raise _Skip(str(sig))
-            # the child compiles it: wait for the cache entry
-            while self.alive() and _age(path) < CLAIM_WAIT_MAX:
-                time.sleep(CLAIM_POLL)
-                with self.locked():
-                    res = _Claims._real[0](cache, sig, target_context)
-                if res is not None:
-                    self.waited += time.perf_counter() - tic
-                    return res
-            with self.locked():     # saved as the claim went
-                res = _Claims._real[0](cache, sig, target_context)
-            self.waited += time.perf_counter() - tic
-            if res is not None:
-                return res
-            if os.path.exists(path):    # the child is gone or slow: compile here, unclaimed
-                return None
-            # the claim was dropped without a cache entry: claim it ourselves
-
-    @contextlib.contextmanager
-    def locked(self):
-        """Hold this cold start's cache lock (``<folder>/cache.lock``, ``flock``) for one
-        numba cache read or write.
-
-        numba's save of a kernel reads its function's index, adds the entry and
-        writes the index back, then writes the data file it numbered. The index
-        is shared by every signature of a function (and by every closure of one
-        template, which has one qualname), so two processes saving into it at
-        once lose one entry (recompiled by the next warm start) or give two
-        keys one data file, one index naming the other's code: a kernel that
-        computes another operator's result. Under the lock the saves of the
-        parent and the child run one after the other, and neither reads an
-        entry while the other writes it. Without the folder (closed) or
-        ``fcntl`` (not POSIX) it holds nothing.
-        """
-        fd = None
-        try:
-            import fcntl
-            fd = os.open(self._lock_path, os.O_CREAT | os.O_RDWR)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except (ImportError, OSError):
-            if fd is not None:
-                os.close(fd)
-            fd = None
-        try:
-            yield
-        finally:
-            if fd is not None:
-                os.close(fd)        # closing the only descriptor releases the flock
-
-    def saved(self, cache, sig):
-        """numba saved a kernel this process compiled: its claim ends."""
-        path = self.mine.pop((id(cache), str(sig)), None)
-        if path is not None:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-
-    def release(self):
-        """Drop every claim this process holds (the child, after a node failed)."""
-        for path in self.mine.values():
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-        self.mine.clear()
-
-
-def _install(claims):
-    """:meth:`_Claims.install`; without claims (each compiles what it meets, as before them)
-    if numba's cache classes are not what it wraps."""
-    try:
-        claims.install()
-    except Exception:   # noqa: BLE001 -- another numba: no claims
-        _LOG.debug('compile-ahead claims not installed', exc_info=True)
-
-
-def _age(path):
-    """Seconds since the claim ``path`` was made; infinite when it is gone."""
-    try:
-        return time.time() - os.stat(path).st_mtime
-    except OSError:
-        return float('inf')
-
-
-def _ours(cache):
-    mod = getattr(getattr(cache, '_py_func', None), '__module__', '') or ''
-    return mod.startswith('ffnumba.')
-
-
-def _load_overload(cache, sig, target_context):
-    claims = _Claims._active
-    if claims is None:
-        return _Claims._real[0](cache, sig, target_context)
-    with claims.locked():
-        res = _Claims._real[0](cache, sig, target_context)
-    if res is not None or claims.depth > 0 or not _ours(cache):
-        return res
-    return claims.miss(cache, sig, target_context)
-
-
-def _save_overload(cache, sig, data):
-    claims = _Claims._active
-    if claims is None:
-        return _Claims._real[1](cache, sig, data)
-    try:
-        with claims.locked():
-            _Claims._real[1](cache, sig, data)
-    finally:
-        claims.saved(cache, sig)
-
-
-def _depth_listener():
-    from numba.core import event
-
-    class Depth(event.Listener):
-        """Counts the compiles in progress (numba compiles under one process-wide lock)."""
-
-        def on_start(self, ev):
-            if _Claims._active is not None:
-                _Claims._active.depth += 1
-
-        def on_end(self, ev):
-            if _Claims._active is not None:
-                _Claims._active.depth = max(0, _Claims._active.depth - 1)
-    return Depth()
-
-
 def start(device_type, fwd, bwd):
     """Start the child for a bound executor's ``fwd`` and ``bwd`` plans, or return None.
 
@@ -509,8 +288,11 @@ def main(marker, payload, folder=None):
     order (forward, then backward); ``folder``: the claims folder of
     :class:`_Claims` (None: no claims). Last first: the parent works from the
     front, so the two meet midway whichever is faster; a node whose kernel the
-    parent has claimed is dropped (:class:`_Skip`). A backward that needs its
-    forward's state runs that forward first.
+    parent has claimed is dropped (:class:`_Skip`). A node that needs a helper
+    the parent is compiling is deferred: it runs again before the next node
+    once the parent's claim of that helper is gone, and after the last node
+    (waiting for the parent's helpers then) if it never was. A backward that
+    needs its forward's state runs that forward first.
     """
     try:
         os.nice(10)     # speculative work: yields to the parent (and everything else) on a busy core
@@ -523,14 +305,36 @@ def main(marker, payload, folder=None):
         claims = _Claims(folder, 'child')
         _install(claims)
     rng = np.random.default_rng(0)
+    deferred = []       # (record, the parent's claim it waits for)
     for rec in pickle.loads(payload)[::-1]:
-        try:
-            _run_node(rec, rng)
-        except Exception:   # noqa: BLE001 -- claimed by the parent, or the parent compiles it
-            if claims is not None:
-                claims.release()
-            continue
+        still = []
+        for r, path in deferred + [(rec, None)]:
+            if path is not None and os.path.exists(path):
+                still.append((r, path))     # the parent still compiles that helper
+                continue
+            path = _try_node(r, rng, claims)
+            if path is not None:
+                still.append((r, path))
+        deferred = still
+    if claims is not None:
+        claims.patient = True       # what is still deferred waits for the parent's helpers
+    for rec, _ in deferred:
+        _try_node(rec, rng, claims)
     _write_marker(marker)
+
+
+def _try_node(rec, rng, claims):
+    """:func:`_run_node`; the path of the parent's claim of a helper it needed when it was
+    deferred (retry it once that claim is gone), else None (done, or dropped)."""
+    if claims is not None:
+        claims.deferred = None
+    try:
+        _run_node(rec, rng)
+    except Exception:   # noqa: BLE001 -- claimed by the parent, or the parent compiles it
+        if claims is not None:
+            claims.release()
+            return claims.deferred
+    return None
 
 
 def _run_node(rec, rng):
@@ -557,6 +361,8 @@ def _run_node(rec, rng):
     except _Skip:
         raise
     except Exception:   # noqa: BLE001 -- e.g. state the forward keeps: run it first
+        if _Claims._active is not None and _Claims._active.deferred is not None:
+            raise       # numba wrapped the child's _Skip: the node is deferred
         direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
         direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
 

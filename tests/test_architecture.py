@@ -29,7 +29,7 @@ LAYERS = [
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),
     ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer', 'ffnumba.symbol.infer_partial']),
     ('executor', ['ffnumba._memory_plan', 'ffnumba._executor_bind', 'ffnumba._executor_fuse',
-                  'ffnumba._executor_train_fuse', 'ffnumba._executor_run', 'ffnumba._executor_branches', 'ffnumba._compile_ahead',
+                  'ffnumba._executor_train_fuse', 'ffnumba._executor_run', 'ffnumba._executor_branches', 'ffnumba._compile_claims', 'ffnumba._compile_ahead',
                   'ffnumba.executor']),
     ('symbol', ['ffnumba.symbol', 'ffnumba.symbol.*']),
     ('training parts', ['ffnumba.initializer', 'ffnumba.lr_scheduler', 'ffnumba.metric',

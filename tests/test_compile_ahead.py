@@ -5,6 +5,7 @@ the backward's kernels (waited for, the parent then compiles none of them),
 writes its marker, is reaped before the first backward returns, and changes
 no number; a warm cache spawns nothing. The switches are checked in process.
 """
+import contextlib
 import json
 import os
 import subprocess
@@ -179,6 +180,20 @@ def _fresh_kernel(tmp_path, name):
     return njit(cache=True)(fn), src
 
 
+@contextlib.contextmanager
+def _claims(tmp_path, role, alive=None):
+    """``(claims, folder)``: a :class:`_Claims` of ``role`` installed on a new folder, closed
+    (uninstalled, the folder removed) after the block."""
+    folder = tmp_path / 'claims'
+    folder.mkdir()
+    claims = _compile_ahead._Claims(str(folder), role, alive=alive)
+    claims.install()
+    try:
+        yield claims, folder
+    finally:
+        claims.close()
+
+
 def _claim(claims, kernel, role):
     """Create ``kernel``'s (float64) claim file as ``role`` would; its path."""
     from numba import types
@@ -212,11 +227,7 @@ class _Compiles:
 
 
 def test_child_skips_a_kernel_the_parent_claimed(tmp_path):
-    folder = tmp_path / 'claims'
-    folder.mkdir()
-    claims = _compile_ahead._Claims(str(folder), 'child')
-    claims.install()
-    try:
+    with _claims(tmp_path, 'child') as (claims, folder):
         kernel, _ = _fresh_kernel(tmp_path, 'claimed_by_parent')
         path = _claim(claims, kernel, 'parent')
         with _Compiles() as seen, pytest.raises(_compile_ahead._Skip):
@@ -227,17 +238,11 @@ def test_child_skips_a_kernel_the_parent_claimed(tmp_path):
             assert kernel(1.0) == 3.0
         assert seen.names == ['claimed_by_parent']
         assert [f for f in os.listdir(folder) if f.endswith('.claim')] == []  # released once saved
-    finally:
-        claims.close()
     assert not folder.exists()
 
 
 def test_parent_waits_for_the_childs_kernel_and_compiles_nothing(tmp_path):
-    folder = tmp_path / 'claims'
-    folder.mkdir()
-    claims = _compile_ahead._Claims(str(folder), 'parent', alive=lambda: True)
-    claims.install()
-    try:
+    with _claims(tmp_path, 'parent', alive=lambda: True) as (claims, folder):
         kernel, src = _fresh_kernel(tmp_path, 'claimed_by_child')
         path = _claim(claims, kernel, 'child')
         # "the child": another interpreter compiles the same kernel into the cache, then
@@ -256,23 +261,15 @@ def test_parent_waits_for_the_childs_kernel_and_compiles_nothing(tmp_path):
             assert child.wait(timeout=300) == 0
         assert seen.names == []                 # loaded what the child compiled
         assert claims.waited > 0
-    finally:
-        claims.close()
 
 
 def test_parent_compiles_a_kernel_whose_child_is_gone(tmp_path):
-    folder = tmp_path / 'claims'
-    folder.mkdir()
-    claims = _compile_ahead._Claims(str(folder), 'parent', alive=lambda: False)
-    claims.install()
-    try:
+    with _claims(tmp_path, 'parent', alive=lambda: False) as (claims, folder):
         kernel, _ = _fresh_kernel(tmp_path, 'claimed_by_dead_child')
         _claim(claims, kernel, 'child')
         with _Compiles() as seen:
             assert kernel(1.0) == 3.0
         assert seen.names == ['claimed_by_dead_child']
-    finally:
-        claims.close()
     # uninstalled: the wrappers pass every call through
     kernel, _ = _fresh_kernel(tmp_path, 'after_close')
     assert kernel(2.0) == 5.0
@@ -300,11 +297,7 @@ def test_saves_into_one_index_wait_for_each_other(tmp_path, monkeypatch):
     import threading
     import time
     from numba.core import caching
-    folder = tmp_path / 'claims'
-    folder.mkdir()
-    claims = _compile_ahead._Claims(str(folder), 'parent', alive=lambda: True)
-    claims.install()
-    try:
+    with _claims(tmp_path, 'parent', alive=lambda: True) as (claims, folder):
         kernel, entries, cache_dir = _two_sig_kernel(tmp_path, 'saved_twice_at_once')
         real = caching.IndexDataCacheFile._load_index
 
@@ -327,5 +320,109 @@ def test_saves_into_one_index_wait_for_each_other(tmp_path, monkeypatch):
         for sig, cres in entries:
             loaded = kernel._cache.load_overload(sig, cpu_target.target_context)
             assert loaded is not None and loaded.signature == cres.signature
+
+
+# ------------------------------------------------ claims of helpers compiled inside a kernel
+
+def _nested_kernel(tmp_path, name):
+    """``(outer, helper)``: never-compiled cached kernels counted as ffnumba's, ``outer``
+    calling ``helper`` (compiled inside ``outer``'s compile)."""
+    import importlib
+    # importable under its ffnumba name in every process (numba's cache rebuilds a kernel's
+    # environment from its module)
+    (tmp_path / ('%s.py' % name)).write_text(
+        'import sys\n'
+        'from numba import njit\n'
+        'sys.modules["ffnumba._claims_test_%s"] = sys.modules[__name__]\n'
+        'def _h(x):\n    return x * 2.0\n'
+        '_h.__module__ = "ffnumba._claims_test_%s"\n'
+        'helper = njit(cache=True)(_h)\n'
+        'def _o(x):\n    return helper(x) + 1.0\n'
+        '_o.__module__ = "ffnumba._claims_test_%s"\n'
+        'outer = njit(cache=True)(_o)\n' % (name, name, name))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        mod = importlib.import_module(name)
     finally:
-        claims.close()
+        sys.path.remove(str(tmp_path))
+    return mod.outer, mod.helper
+
+
+@pytest.fixture(autouse=True)
+def _forget_test_modules():
+    yield
+    for name in [m for m in sys.modules if m.startswith('ffnumba._claims_test_')]:
+        del sys.modules[name]
+
+
+def test_child_defers_a_kernel_whose_helper_the_parent_compiles(tmp_path):
+    """The child, in its first pass, drops a kernel that needs a helper the parent is
+    compiling (``deferred``: the parent's claim); on its last pass it waits for the
+    parent's helper and compiles only the kernel around it."""
+    with _claims(tmp_path, 'child') as (claims, folder):
+        outer, helper = _nested_kernel(tmp_path, 'defer_for_helper')
+        path = _claim(claims, helper, 'parent')
+        with _Compiles() as seen, pytest.raises(Exception):
+            outer(1.0)
+        assert claims.deferred == path
+        assert outer.signatures == [] and helper.signatures == []
+        claims.release()
+        assert [f for f in os.listdir(folder) if f.endswith('.claim')] == [os.path.basename(path)]
+        # "the parent": another interpreter compiles the helper into the cache, then drops
+        # its claim
+        code = ('import os, sys\n'
+                'from defer_for_helper import helper\n'
+                'assert helper(1.0) == 2.0\n'
+                'os.remove(sys.argv[1])\n')
+        claims.patient = True
+        parent = subprocess.Popen([sys.executable, '-c', code, path],
+                                  env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+        try:
+            with _Compiles() as seen:
+                assert outer(1.0) == 3.0
+        finally:
+            assert parent.wait(timeout=300) == 0
+        assert seen.names == ['_o']             # the helper was loaded, not compiled
+        assert claims.waited > 0
+        assert not (folder / 'nested.waiting').exists()
+
+
+def test_two_processes_never_wait_inside_a_compile_for_each_other(tmp_path):
+    """A helper held by the other process while that process waits inside a compile
+    (``nested.waiting``) is compiled here at once: a wait there could be a deadlock."""
+    with _claims(tmp_path, 'parent', alive=lambda: True) as (claims, folder):
+        outer, helper = _nested_kernel(tmp_path, 'other_waits')
+        _claim(claims, helper, 'child')
+        (folder / 'nested.waiting').write_text('')      # the child waits inside a compile
+        with _Compiles() as seen:
+            assert outer(1.0) == 3.0
+        assert sorted(seen.names) == ['_h', '_o'] and claims.waited == 0
+        assert (folder / 'nested.waiting').exists()     # the child's mark, left alone
+
+
+def test_child_retries_a_deferred_node_once_the_parents_claim_is_gone(tmp_path, monkeypatch):
+    """:func:`_compile_ahead.main`: a deferred node runs again right after the parent's
+    claim it waited for is gone, before the child's next node; the marker is written."""
+    import pickle
+    folder = tmp_path / 'claims'
+    folder.mkdir()
+    blocker = tmp_path / 'parent.claim'
+    blocker.write_text('parent')
+    ran = []
+
+    def run_node(rec, rng):
+        ran.append(rec)
+        claims = _compile_ahead._Claims._active
+        if rec == 'c' and blocker.exists():
+            claims.deferred = str(blocker)
+            raise _compile_ahead._Skip('helper')
+        if rec == 'b':
+            blocker.unlink()                    # the parent saved its helper meanwhile
+    monkeypatch.setattr(_compile_ahead, '_run_node', run_node)
+    monkeypatch.setattr(os, 'nice', lambda n: 0)
+    marker = tmp_path / 'ffnumba-ahead-t.done'
+    try:
+        _compile_ahead.main(str(marker), pickle.dumps(['a', 'b', 'c']), str(folder))
+    finally:
+        _compile_ahead._Claims._active.close()
+    assert ran == ['c', 'b', 'c', 'a'] and marker.exists()
