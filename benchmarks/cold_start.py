@@ -3,6 +3,7 @@
     python benchmarks/cold_start.py                          # mlp, lenet, resnet18_v1_32
     python benchmarks/cold_start.py --rounds 3 --roots /tmp/old,.   # old tree vs this one
     python benchmarks/cold_start.py --nets lenet --detail    # which kernels compiled
+    python benchmarks/cold_start.py --nets resnet18_v1_32 --timeline   # who compiled what, when
 
 Every figure comes from a fresh child process, with Python's bytecode cache
 on (``PYTHONPYCACHEPREFIX`` under the temporary folder; a pip-installed
@@ -41,6 +42,12 @@ kernel compiles in the process that lists it. ``--detail --ahead force``
 keeps the child on instead: the list is then what the parent still compiled
 itself (the child's kernels it loaded from the cache or waited for; claims
 keep the two from compiling the same kernel).
+``--timeline`` prints, for each cold child, the compile-ahead claims' timeline
+(``FFNUMBA_AHEAD_TRACE``, :mod:`ffnumba._compile_claims`): when the parent and
+the child claimed, saved, waited for, loaded, skipped or deferred each kernel
+and helper, seconds from the first event; then per process the kernels it
+compiled and when its last compile ended, and every kernel both compiled
+(none, unless one gave up waiting).
 Goal (issue 13): cold <= 10 s for LeNet and ResNet-18, warm <= 0.5 s for all.
 Prints numbers, asserts nothing.
 """
@@ -153,9 +160,42 @@ def worker(args):
     print(json.dumps(out))
 
 
+def timeline(lines):
+    """The claims timeline (lines of ``ffnumba._compile_claims._trace``) as text: one row
+    per event, seconds from the first, then a summary per process."""
+    rows = [ln.split(' ', 5) for ln in lines if ln.count(' ') >= 5]
+    if not rows:
+        return '  timeline: no claims (no compile-ahead child ran)'
+    t0 = float(rows[0][0])
+    out = ['  %7.2f s  %-6s %-8s %-6s %s %s' % ((float(r[0]) - t0,) + tuple(r[1:]))
+           for r in rows]
+    saved = {}
+    for r in rows:
+        if r[2] == 'saved':
+            saved.setdefault(r[1], []).append((float(r[0]) - t0, r[4], r[5]))
+    for role in sorted(saved):
+        events = [r for r in rows if r[1] == role]
+        count = lambda kind: sum(r[2] == kind for r in events)    # noqa: E731
+        out.append('  %s: %d compiled (%d top, %d helpers), last at %.2f s; %d waits, %d '
+                   'loaded, %d skipped, %d deferred'
+                   % (role, len(saved[role]), sum(r[2] == 'saved' and r[3] == 'top'
+                                                  for r in events),
+                      sum(r[2] == 'saved' and r[3] == 'nested' for r in events),
+                      max(t for t, _, _ in saved[role]), count('wait'), count('loaded'),
+                      count('skip'), count('defer')))
+    keys = [set((n, sig) for _, n, sig in v) for v in saved.values()]
+    both = sorted(set.intersection(*keys)) if len(keys) > 1 else []
+    out.append('  compiled by both: %s' % (', '.join('%s %s' % k for k in both) or 'none'))
+    return '\n'.join(out)
+
+
 def child(root, net, cache_dir, args, detail=False):
     """Run one worker on source tree ``root``; its JSON dict plus the process wall time."""
     env = dict(os.environ)
+    trace = os.path.join(cache_dir, 'ffnumba-timeline.txt') if detail == 'timeline' else None
+    if trace:
+        env['FFNUMBA_AHEAD_TRACE'] = trace
+        env.setdefault('FFNUMBA_COMPILE_AHEAD', 'force')     # the child even on a busy machine
     env['PYTHONPATH'] = os.path.abspath(root) + os.pathsep + env.get('PYTHONPATH', '')
     env['NUMBA_CACHE_DIR'] = cache_dir
     # Python's own bytecode cache on, in a folder of its own (as after a pip install,
@@ -166,7 +206,7 @@ def child(root, net, cache_dir, args, detail=False):
         env.setdefault(var, '1')
     cmd = [sys.executable, os.path.abspath(__file__), '--worker', '--net', net,
            '--batch', str(args.batch)]
-    if detail:
+    if detail is True:
         cmd.append('--detail')
         # '0': every kernel compiles here, where it is listed; 'force': what the parent
         # still compiles beside the compile-ahead child
@@ -178,6 +218,9 @@ def child(root, net, cache_dir, args, detail=False):
         if line.startswith('{'):
             res = json.loads(line)
             res['process'] = wall
+            if trace and os.path.exists(trace):
+                with open(trace) as f:
+                    res['timeline'] = f.read().splitlines()
             return res
     sys.stderr.write('%s %s failed:\n%s\n' % (root, net, proc.stderr[-3000:]))
     return None
@@ -191,6 +234,8 @@ def main():
     p.add_argument('--roots', default=os.path.dirname(HERE),
                    help='comma list of source trees to compare (default: this one)')
     p.add_argument('--detail', action='store_true', help='list the kernels compiled cold')
+    p.add_argument('--timeline', action='store_true',
+                   help="print the compile-ahead claims' timeline of each cold start")
     p.add_argument('--ahead', default='0', choices=('0', 'force', 'wait'),
                    help='FFNUMBA_COMPILE_AHEAD of the --detail children (default 0: off)')
     p.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
@@ -213,7 +258,8 @@ def main():
             for root in roots:
                 tmp = tempfile.mkdtemp(prefix='ff_numba_cache_')
                 try:
-                    cold = child(root, net, tmp, args, detail=args.detail and net != 'import')
+                    detail = net != 'import' and ('timeline' if args.timeline else args.detail)
+                    cold = child(root, net, tmp, args, detail=detail)
                     if cold is None:
                         continue
                     if net == 'import':
@@ -241,6 +287,8 @@ def main():
                          cold.get('kernels', '-'), warm['first_batch'] if warm else float('nan'),
                          warm['import'] if warm else float('nan'),
                          warm.get('kernels', '-') if warm else '-'), flush=True)
+                if args.timeline:
+                    print(timeline(cold.get('timeline', [])), flush=True)
                 if args.detail:
                     calls = cold.get('compiles', {})
                     print('  %d functions, %d signatures compiled, %.1f s compiling; '

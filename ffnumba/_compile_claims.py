@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 
-__all__ = ['CLAIM_WAIT_MAX', 'CLAIM_POLL']
+__all__ = ['CLAIM_WAIT_MAX', 'CLAIM_POLL', 'TRACE_ENV']
 
 _LOG = logging.getLogger(__name__)
 
@@ -26,6 +26,9 @@ _LOG = logging.getLogger(__name__)
 CLAIM_WAIT_MAX = 10.0
 #: Seconds between two looks at the cache while a process waits for the other's kernel.
 CLAIM_POLL = 0.01
+#: Environment variable naming a file both processes append their claims' timeline to
+#: (:func:`_trace`; ``benchmarks/cold_start.py --timeline`` sets and reads it).
+TRACE_ENV = 'FFNUMBA_AHEAD_TRACE'
 
 
 class _Skip(Exception):
@@ -122,9 +125,13 @@ class _Claims:
                 os.write(fd, self.role.encode())
                 os.close(fd)
                 self.mine[(id(cache), str(sig))] = path
+                _trace(self.role, 'claim', cache, sig, nested)
                 return None
-            if self.role == 'child' and not nested:
+            if self.role == 'child' and not nested:     # (its own claim too: a deferral)
+                _trace(self.role, 'skip', cache, sig, nested)
                 raise _Skip(str(sig))
+            if path in self.mine.values():  # the parent's own, left by a compile that raised
+                return None
             res, again = self._wait_for(path, cache, sig, target_context, nested)
             if not again:
                 return res
@@ -150,20 +157,25 @@ class _Claims:
         mark = os.path.join(self.folder, 'nested.waiting')
         if nested and self.role == 'child' and not self.patient:
             self.deferred = path        # the child retries the node once this claim is gone
+            _trace(self.role, 'defer', cache, sig, nested)
             raise _Skip(str(sig))
         if nested:
             try:
                 os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             except OSError:             # the other waits (or the folder is gone): compile here
+                _trace(self.role, 'no-wait', cache, sig, nested)
                 return None, False
+        _trace(self.role, 'wait', cache, sig, nested)
         tic = time.perf_counter()
         try:
             while self.alive() and _age(path) < CLAIM_WAIT_MAX:
                 time.sleep(CLAIM_POLL)
                 res = self._load(cache, sig, target_context)
                 if res is not None:
+                    _trace(self.role, 'loaded', cache, sig, nested)
                     return res, False
             res = self._load(cache, sig, target_context)    # saved as the claim went
+            _trace(self.role, 'loaded' if res is not None else 'gave-up', cache, sig, nested)
             return res, res is None and not os.path.exists(path)
         finally:
             self.waited += time.perf_counter() - tic
@@ -212,6 +224,7 @@ class _Claims:
         """numba saved a kernel this process compiled: its claim ends."""
         path = self.mine.pop((id(cache), str(sig)), None)
         if path is not None:
+            _trace(self.role, 'saved', cache, sig, self.depth > 0)
             try:
                 os.remove(path)
             except OSError:
@@ -234,6 +247,24 @@ def _install(claims):
         claims.install()
     except Exception:   # noqa: BLE001 -- another numba: no claims
         _LOG.debug('compile-ahead claims not installed', exc_info=True)
+
+
+def _trace(role, event, cache, sig, nested):
+    """One line of the cold start's timeline, when :data:`TRACE_ENV` names a file:
+    ``<unix time> <role> <event> <top|nested> <module.function> <signature>``."""
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    fn = getattr(cache, '_py_func', None)
+    name = '%s.%s' % (getattr(fn, '__module__', '?'), getattr(fn, '__qualname__', '?'))
+    line = '%.4f %s %s %s %s %s\n' % (time.time(), role, event,
+                                      'nested' if nested else 'top', name,
+                                      str(sig).replace(' ', ''))
+    try:
+        with open(path, 'a') as f:     # one short append per line: whole lines from both
+            f.write(line)
+    except OSError:
+        pass
 
 
 def _age(path):

@@ -14,7 +14,9 @@ import sys
 import pytest
 
 import ffnumba as ff
-from ffnumba import _compile_ahead
+from ffnumba import _compile_ahead, _compile_claims
+
+from bench_modules import benchmark_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -355,10 +357,13 @@ def _forget_test_modules():
         del sys.modules[name]
 
 
-def test_child_defers_a_kernel_whose_helper_the_parent_compiles(tmp_path):
+def test_child_defers_a_kernel_whose_helper_the_parent_compiles(tmp_path, monkeypatch):
     """The child, in its first pass, drops a kernel that needs a helper the parent is
     compiling (``deferred``: the parent's claim); on its last pass it waits for the
-    parent's helper and compiles only the kernel around it."""
+    parent's helper and compiles only the kernel around it. The timeline
+    (``FFNUMBA_AHEAD_TRACE``) records each step."""
+    trace = tmp_path / 'timeline.txt'
+    monkeypatch.setenv(_compile_claims.TRACE_ENV, str(trace))
     with _claims(tmp_path, 'child') as (claims, folder):
         outer, helper = _nested_kernel(tmp_path, 'defer_for_helper')
         path = _claim(claims, helper, 'parent')
@@ -385,6 +390,25 @@ def test_child_defers_a_kernel_whose_helper_the_parent_compiles(tmp_path):
         assert seen.names == ['_o']             # the helper was loaded, not compiled
         assert claims.waited > 0
         assert not (folder / 'nested.waiting').exists()
+    events = [ln.split(' ', 5)[1:5] for ln in trace.read_text().splitlines()]
+    mod = 'ffnumba._claims_test_defer_for_helper.'
+    assert events == [['child', 'claim', 'top', mod + '_o'],
+                      ['child', 'defer', 'nested', mod + '_h'],
+                      ['child', 'claim', 'top', mod + '_o'],
+                      ['child', 'wait', 'nested', mod + '_h'],
+                      ['child', 'loaded', 'nested', mod + '_h'],
+                      ['child', 'saved', 'top', mod + '_o']]
+    cold_start = benchmark_module('cold_start')
+    text = cold_start.timeline(trace.read_text().splitlines())
+    assert 'child: 1 compiled (1 top, 0 helpers)' in text and '1 deferred' in text
+    assert text.endswith('compiled by both: none')
+    both = ['1.0 parent saved top m.k (float64,)', '2.5 child saved top m.k (float64,)',
+            '3.0 child saved nested m.h (int64,)']
+    text = cold_start.timeline(both)
+    assert 'parent: 1 compiled (1 top, 0 helpers), last at 0.00 s' in text
+    assert 'child: 2 compiled (1 top, 1 helpers), last at 2.00 s' in text
+    assert text.endswith('compiled by both: m.k (float64,)')
+    assert 'no compile-ahead child' in cold_start.timeline([])
 
 
 def test_two_processes_never_wait_inside_a_compile_for_each_other(tmp_path):
