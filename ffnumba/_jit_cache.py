@@ -317,7 +317,8 @@ def _lazy_caching(real):
 
 
 def _elf_defined_symbols(obj):
-    """Names of the symbols an ELF64 little-endian object file defines; None if ``obj`` is not one.
+    """Names of the symbols an ELF64 little-endian object file defines; None if ``obj`` is not
+    one, or has no symbol table, or does not parse.
 
     Defined: a section index other than ``SHN_UNDEF``, not a section or file symbol, with a
     name (the ELF specification's symbol table, ``Elf64_Sym``). For numba's cached kernels
@@ -326,23 +327,25 @@ def _elf_defined_symbols(obj):
     import struct
     if len(obj) < 64 or obj[:4] != b'\x7fELF' or obj[4] != 2 or obj[5] != 1:
         return None
-    shoff, = struct.unpack_from('<Q', obj, 0x28)
-    shentsize, shnum = struct.unpack_from('<HH', obj, 0x3A)
-    sections = [struct.unpack_from('<IIQQQQIIQQ', obj, shoff + i * shentsize)
-                for i in range(shnum)]
-    names = set()
-    for sh in sections:
-        if sh[1] != 2:              # SHT_SYMTAB
-            continue
-        offset, size, link, entsize = sh[4], sh[5], sh[6], sh[9]
-        strings = sections[link][4]
-        for at in range(offset + entsize, offset + size, entsize):   # entry 0 is null
-            name, info, _, shndx = struct.unpack_from('<IBBH', obj, at)
-            if shndx == 0 or info & 0xF in (3, 4) or name == 0:   # undefined, SECTION, FILE
-                continue
-            start = strings + name
-            names.add(obj[start:obj.index(b'\0', start)].decode())
-    return names
+    try:
+        shoff, = struct.unpack_from('<Q', obj, 0x28)
+        shentsize, shnum = struct.unpack_from('<HH', obj, 0x3A)
+        sections = [struct.unpack_from('<IIQQQQIIQQ', obj, shoff + i * shentsize)
+                    for i in range(shnum)]
+        tables = [sh for sh in sections if sh[1] == 2 and sh[9] > 0]     # SHT_SYMTAB
+        names = set()
+        for sh in tables:
+            offset, size, link, entsize = sh[4], sh[5], sh[6], sh[9]
+            strings = sections[link][4]
+            for at in range(offset + entsize, offset + size, entsize):   # entry 0 is null
+                name, info, _, shndx = struct.unpack_from('<IBBH', obj, at)
+                if shndx == 0 or info & 0xF in (3, 4) or name == 0:  # undefined, SECTION, FILE
+                    continue
+                start = strings + name
+                names.add(obj[start:obj.index(b'\0', start)].decode())
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+        return None     # not the object file it claims to be: numba's own load
+    return names if tables else None
 
 
 def _lazy_shared(real):

@@ -110,3 +110,8 @@ def test_elf_reader_refuses_what_is_not_elf64():
     assert _elf_defined_symbols(b'') is None
     assert _elf_defined_symbols(b'\x7fELF\x01\x01' + b'\0' * 100) is None    # 32-bit
     assert _elf_defined_symbols(b'MZ' + b'\0' * 100) is None                 # PE
+    header = bytearray(b'\x7fELF\x02\x01' + b'\0' * 58)
+    assert _elf_defined_symbols(bytes(header)) is None       # no section, so no symbol table
+    header[0x28:0x30] = (10 ** 6).to_bytes(8, 'little')      # section headers past the end
+    header[0x3C:0x3E] = (3).to_bytes(2, 'little')
+    assert _elf_defined_symbols(bytes(header)) is None
