@@ -52,6 +52,7 @@ Goal (issue 13): cold <= 10 s for LeNet and ResNet-18, warm <= 0.5 s for all.
 Prints numbers, asserts nothing.
 """
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -169,21 +170,18 @@ def timeline(lines):
     t0 = float(rows[0][0])
     out = ['  %7.2f s  %-6s %-8s %-6s %s %s' % ((float(r[0]) - t0,) + tuple(r[1:]))
            for r in rows]
-    saved = {}
+    saved = {}          # role -> [(seconds, top|nested, function, signature)] it compiled
     for r in rows:
         if r[2] == 'saved':
-            saved.setdefault(r[1], []).append((float(r[0]) - t0, r[4], r[5]))
-    for role in sorted(saved):
-        events = [r for r in rows if r[1] == role]
-        count = lambda kind: sum(r[2] == kind for r in events)    # noqa: E731
+            saved.setdefault(r[1], []).append((float(r[0]) - t0,) + tuple(r[3:]))
+    for role, done in sorted(saved.items()):
+        kinds = collections.Counter(r[2] for r in rows if r[1] == role)
+        top = sum(d[1] == 'top' for d in done)
         out.append('  %s: %d compiled (%d top, %d helpers), last at %.2f s; %d waits, %d '
                    'loaded, %d skipped, %d deferred'
-                   % (role, len(saved[role]), sum(r[2] == 'saved' and r[3] == 'top'
-                                                  for r in events),
-                      sum(r[2] == 'saved' and r[3] == 'nested' for r in events),
-                      max(t for t, _, _ in saved[role]), count('wait'), count('loaded'),
-                      count('skip'), count('defer')))
-    keys = [set((n, sig) for _, n, sig in v) for v in saved.values()]
+                   % (role, len(done), top, len(done) - top, max(d[0] for d in done),
+                      kinds['wait'], kinds['loaded'], kinds['skip'], kinds['defer']))
+    keys = [set(d[2:] for d in done) for done in saved.values()]
     both = sorted(set.intersection(*keys)) if len(keys) > 1 else []
     out.append('  compiled by both: %s' % (', '.join('%s %s' % k for k in both) or 'none'))
     return '\n'.join(out)

@@ -34,10 +34,10 @@ stopped (:meth:`Ahead.done`) and the claims folder removed.
 
 Safe by construction: numba writes every cache file under a temporary name
 and renames it into place, so neither process ever reads a torn file (a
-child stopped while writing leaves at most an unused ``*.tmp.*`` file); the
-two read and write numba's cache under one lock (:meth:`_Claims.locked`), so
-two saves into one function's index never race (which lost entries, and
-could give two kernels one data file); the child shares nothing else with the parent, and
+child stopped while writing leaves at most an unused ``*.tmp.*`` file); two
+saves into one function's index never race (:func:`ffnumba._jit_cache._safe_save`:
+numba's own scheme lost entries and could give two kernels one data file); the
+child shares nothing else with the parent, and
 whatever it has not compiled the parent compiles as before. It runs only when
 it can help:
 

@@ -9,7 +9,6 @@ share most of theirs (im2col, GEMM dispatch, the scatter), and both processes
 compiled them side by side at the start of every cold start before helpers were
 claimed (about 2 s of compile each in ResNet-18's).
 """
-import contextlib
 import hashlib
 import logging
 import os
@@ -76,7 +75,6 @@ class _Claims:
         self.waited = 0.0   # seconds this process waited for the other's kernels
         self.deferred = None    # the parent's claim that deferred the child's node (_wait_for)
         self.patient = False    # the child waits for the parent's helpers (its last pass)
-        self._lock_path = os.path.join(folder, 'cache.lock')
 
     # ------------------------------------------------------------ hooks
     def install(self):
@@ -185,40 +183,13 @@ class _Claims:
                 except OSError:
                     pass
 
-    def _load(self, cache, sig, target_context):
-        with self.locked():
-            return _Claims._real[0](cache, sig, target_context)
-
-    @contextlib.contextmanager
-    def locked(self):
-        """Hold this cold start's cache lock (``<folder>/cache.lock``, ``flock``) for one
-        numba cache read or write.
-
-        numba's save of a kernel reads its function's index, adds the entry and
-        writes the index back, then writes the data file it numbered. The index
-        is shared by every signature of a function (and by every closure of one
-        template, which has one qualname), so two processes saving into it at
-        once lose one entry (recompiled by the next warm start) or give two
-        keys one data file, one index naming the other's code: a kernel that
-        computes another operator's result. Under the lock the saves of the
-        parent and the child run one after the other, and neither reads an
-        entry while the other writes it. Without the folder (closed) or
-        ``fcntl`` (not POSIX) it holds nothing.
-        """
-        fd = None
-        try:
-            import fcntl
-            fd = os.open(self._lock_path, os.O_CREAT | os.O_RDWR)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except (ImportError, OSError):
-            if fd is not None:
-                os.close(fd)
-            fd = None
-        try:
-            yield
-        finally:
-            if fd is not None:
-                os.close(fd)        # closing the only descriptor releases the flock
+    @staticmethod
+    def _load(cache, sig, target_context):
+        """numba's own cache lookup. A save by the other process is never half seen: the
+        data file is written before the index names it and each is renamed into place
+        (:func:`ffnumba._jit_cache._safe_save` for ffnumba's kernels, which also keeps two
+        saves into one index from losing an entry)."""
+        return _Claims._real[0](cache, sig, target_context)
 
     def saved(self, cache, sig):
         """numba saved a kernel this process compiled: its claim ends."""
@@ -284,8 +255,7 @@ def _load_overload(cache, sig, target_context):
     claims = _Claims._active
     if claims is None:
         return _Claims._real[0](cache, sig, target_context)
-    with claims.locked():
-        res = _Claims._real[0](cache, sig, target_context)
+    res = claims._load(cache, sig, target_context)
     if res is not None or not _ours(cache):
         return res
     return claims.miss(cache, sig, target_context, nested=claims.depth > 0)
@@ -296,8 +266,7 @@ def _save_overload(cache, sig, data):
     if claims is None:
         return _Claims._real[1](cache, sig, data)
     try:
-        with claims.locked():
-            _Claims._real[1](cache, sig, data)
+        _Claims._real[1](cache, sig, data)
     finally:
         claims.saved(cache, sig)
 

@@ -19,6 +19,7 @@ It imports only the standard library, numpy and numba (the ``jit`` layer).
 import contextlib
 import hashlib
 import os
+import struct
 import sys
 import threading
 
@@ -324,7 +325,6 @@ def _elf_defined_symbols(obj):
     name (the ELF specification's symbol table, ``Elf64_Sym``). For numba's cached kernels
     the set equals what numba reads from the kernel's IR (checked in the tests).
     """
-    import struct
     if len(obj) < 64 or obj[:4] != b'\x7fELF' or obj[4] != 2 or obj[5] != 1:
         return None
     try:

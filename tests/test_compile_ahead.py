@@ -277,53 +277,6 @@ def test_parent_compiles_a_kernel_whose_child_is_gone(tmp_path):
     assert kernel(2.0) == 5.0
 
 
-def _two_sig_kernel(tmp_path, name):
-    """A kernel compiled (and cached) for float64 and int64, then its cache emptied:
-    ``(kernel, [(sig, compile result)] * 2, cache folder)``."""
-    kernel, src = _fresh_kernel(tmp_path, name)
-    kernel(1.0)
-    kernel(1)
-    entries = [(sig, kernel.overloads[sig]) for sig in kernel.signatures]
-    folder = kernel._cache._cache_path
-    for f in os.listdir(folder):
-        if f.startswith(name):
-            os.remove(os.path.join(folder, f))
-    return kernel, entries, folder
-
-
-def test_saves_into_one_index_wait_for_each_other(tmp_path, monkeypatch):
-    """Two saves of one function's kernels at once (the parent and the child, here two
-    threads, each with its own lock descriptor) keep both entries: the second save reads
-    the index after the first has written it. Without the lock both read an empty index,
-    the last write wins, and both keys get data file 1."""
-    import threading
-    import time
-    from numba.core import caching
-    with _claims(tmp_path, 'parent', alive=lambda: True) as (claims, folder):
-        kernel, entries, cache_dir = _two_sig_kernel(tmp_path, 'saved_twice_at_once')
-        real = caching.IndexDataCacheFile._load_index
-
-        def slow_load_index(self):      # a save preempted between reading and writing the index
-            out = real(self)
-            time.sleep(0.3)
-            return out
-        monkeypatch.setattr(caching.IndexDataCacheFile, '_load_index', slow_load_index)
-        threads = [threading.Thread(target=kernel._cache.save_overload, args=entry)
-                   for entry in entries]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        monkeypatch.setattr(caching.IndexDataCacheFile, '_load_index', real)
-        index = kernel._cache._cache_file._load_index()
-        assert len(index) == 2 and len(set(index.values())) == 2
-        # each key loads its own kernel
-        from numba.core.registry import cpu_target
-        for sig, cres in entries:
-            loaded = kernel._cache.load_overload(sig, cpu_target.target_context)
-            assert loaded is not None and loaded.signature == cres.signature
-
-
 # ------------------------------------------------ claims of helpers compiled inside a kernel
 
 def _nested_kernel(tmp_path, name):
