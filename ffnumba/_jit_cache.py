@@ -29,7 +29,7 @@ __all__ = ['HELPER_SALT', 'LINK_SALT', 'importable']
 
 #: Cache-key salt of :func:`ffnumba.jit.helper_njit` functions: their entries have no
 #: CPython entry point.
-HELPER_SALT = 'ffnumba-no-cpython-wrapper-1'
+HELPER_SALT = 'ffnumba-no-cpython-wrapper-2'
 
 
 def importable(fn):
@@ -159,7 +159,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: its own copies of the functions it linked in (:func:`_own_copies`), saved under
 #: key-derived data-file names (:func:`_safe_save`; ``-2``: entries an index written by the
 #: racy numbered scheme names are never loaded).
-LINK_SALT = 'ffnumba-own-copies-2'
+LINK_SALT = 'ffnumba-own-copies-3'
 
 
 def _own_copies(real):

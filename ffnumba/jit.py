@@ -28,7 +28,11 @@ import numpy as np
 # numba's disk-cache keys and linking adapted for ffnumba's kernels (installed on import)
 # (HELPER_SALT, LINK_SALT re-exported)
 from ._jit_cache import HELPER_SALT, LINK_SALT, importable  # noqa: F401
-from . import _scipy_blas
+from . import _jit_link, _scipy_blas
+
+# kernels call the helpers marked ``helper_njit(by_reference=True)`` instead of linking
+# copies of them in (False on a numba whose code library this cannot adapt)
+_LINK_BY_REFERENCE = _jit_link.install()
 
 # numba's BLAS module loaded without scipy.linalg (85 ms of every start), before numba's
 # CPU target is set up at the first compile or cache load
@@ -115,7 +119,7 @@ def lazy_njit(fn):
     return LazyKernel(functools.partial(_njit_jit, fn))
 
 
-def helper_njit(fn):
+def helper_njit(fn=None, *, by_reference=False):
     """``@njit(**JIT)`` for a helper that kernels call, compiled without numba's Python entry.
 
     numba compiles each function a kernel calls on its own first (then links it into the
@@ -129,11 +133,28 @@ def helper_njit(fn):
     Parameters
     ----------
     fn : function
-        The helper's Python function (called from ``@njit`` code).
+        The helper's Python function (called from ``@njit`` code); a module-level function
+        when ``by_reference``.
+    by_reference : bool, default False
+        Kernels call the helper's one compiled copy instead of linking a copy of it into
+        their own code (:mod:`ffnumba._jit_link`): for big helpers, which LLVM never inlines
+        and would optimise and compile again inside every kernel that calls them. Leave it
+        off for small helpers that inner loops call (they are inlined).
+
+    Raises
+    ------
+    ValueError
+        ``by_reference`` for a function Python cannot import by its qualified name.
     """
+    if fn is None:
+        return functools.partial(helper_njit, by_reference=by_reference)
     from numba import njit
+    if by_reference and '<locals>' in fn.__qualname__:
+        raise ValueError('helper_njit(by_reference=True) needs a module-level function, '
+                         'got %s.%s' % (fn.__module__, fn.__qualname__))
     disp = njit(no_cpython_wrapper=True, **JIT)(fn)     # JIT has no_cfunc_wrapper
     disp.__class__ = _helper_class()
+    disp._ff_by_reference = bool(by_reference) and _LINK_BY_REFERENCE
     return disp
 
 
@@ -149,6 +170,11 @@ def _helper_class():
                 if '_ff_twin' not in self.__dict__:
                     self._ff_twin = _njit_jit(self.py_func)
             return self._ff_twin(*args, **kwargs)
+
+        def add_overload(self, cres):
+            super().add_overload(cres)
+            if self.__dict__.get('_ff_by_reference'):
+                _jit_link.publish(self, cres)
     return HelperDispatcher
 
 

@@ -24,7 +24,7 @@ LAYERS = [
                     'ffnumba.dtype', 'ffnumba.context', 'ffnumba.registry',
                     'ffnumba.compile_notice', 'ffnumba.blas_threads', 'ffnumba.thread_pool',
                     'ffnumba.util']),
-    ('jit', ['ffnumba._jit_cache', 'ffnumba._scipy_blas', 'ffnumba.jit']),
+    ('jit', ['ffnumba._jit_cache', 'ffnumba._jit_link', 'ffnumba._scipy_blas', 'ffnumba.jit']),
     ('ops', ['ffnumba.ops', 'ffnumba.ops.*']),
     ('ndarray', ['ffnumba.ndarray', 'ffnumba.ndarray.*']),
     ('graph', ['ffnumba.symbol.graph', 'ffnumba.symbol.infer', 'ffnumba.symbol.infer_partial']),

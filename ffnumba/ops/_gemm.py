@@ -255,7 +255,7 @@ def gemm(alpha, a, b, beta, c):
     return _gemm_any(alpha, a[:, :], b[:, :], beta, c[:, :])
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _gemm_any(alpha, a, b, beta, c):
     """:func:`gemm` on any-layout views: one compiled function per dtype."""
     m, n = c.shape

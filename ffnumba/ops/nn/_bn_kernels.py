@@ -39,7 +39,7 @@ def _affine(mean, var, gamma, beta, eps, acc, clo, chi):
         acc[1, c] = beta[c] - mean[c] * scale
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _batch_stats(xf, O, C, I, mean, var, acc, clo, chi):
     """Store the batch mean and biased variance of channels ``clo..chi`` in ``mean`` /
     ``var`` (sums of ``x - x[0, c, 0]`` and of its square, the shift guarding against
@@ -75,7 +75,7 @@ def _batch_stats(xf, O, C, I, mean, var, acc, clo, chi):
 NONE, RELU, CLIP = 0, 1, 2
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _fwd_block(xf, O, C, I, batch, mean, var, gamma, beta, eps, yf, acc, mode, lo, hi,
                clo, chi):
     """BatchNorm's training/evaluation forward of channels ``clo..chi`` with the
@@ -110,7 +110,7 @@ def _grad(xf, gf, j, scale, shift, mode, lo, hi):
     return t(gf[j] * _clip_grad(v, lo, hi))
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _bwd_block(xf, gf, O, C, I, mean, var, gamma, beta, eps, batch, wmode, sums, dxf, acc,
                ss, grow, mode, lo, hi, clo, chi):
     """Channels ``clo..chi``: ``sums[0, c] = sum(g)``, ``sums[1, c] = sum(g * xhat)``, then

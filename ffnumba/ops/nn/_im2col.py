@@ -187,7 +187,7 @@ def _pointwise(g):
             and g[6] == 0 and g[7] == 0 and g[8] == 0)
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _table(dims, g):
     """``tab[r*P + p]``: offset in one input plane read by column row ``r`` at output ``p``, or -1.
 
@@ -214,7 +214,7 @@ def _table(dims, g):
     return tab
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf):
     """:func:`im2col` for wide outputs: one bounds check per output row, contiguous runs."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
@@ -301,7 +301,7 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
                     colf[uq + i] = v if t >= 0 else z
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf):
     """:func:`col2im` for wide outputs, row runs as in :func:`_im2col_rows`."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
@@ -414,7 +414,7 @@ def _gather(y, n0, nb, f0, fg, tmp):
                 dst[off + i] = src[i]
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _scatter(tmp, n0, nb, f0, fg, y, add, bias, has_bias, ep, ep_mode, rep):
     """``y[n0 + b, f0 + f, p] (+)= tmp[f, b*P + p] (+ bias[f0 + f])``, then the epilogue
     ``ep_mode`` of :mod:`._conv_epilogue` on each sample's rows (mode 0: none)."""

@@ -33,7 +33,7 @@ def _flat_shift(dims, g):
             and g[13] == dims[3] and g[14] == dims[4] and g[13] * g[14] >= FLAT_MIN_COLS)
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _shifts(dims, g):
     """Per 2-D kernel offset ``k``: the flat shift ``offs[k]`` of a same-plane geometry and
     ``mask[k, p]``, whether output ``p`` reads a real element (not padding) there."""
@@ -54,7 +54,7 @@ def _shifts(dims, g):
     return offs, mask
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _im2col_flat(xf, dims, n0, nb, c0, cg, g, colf):
     """:func:`._im2col.im2col` of a :func:`_flat_shift` geometry: each column row is its plane
     shifted by one flat offset, masked (a select) where the window reaches the padding."""
@@ -82,7 +82,7 @@ def _im2col_flat(xf, dims, n0, nb, c0, cg, g, colf):
                     colf[uq + i] = z
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _col2im_flat(colf, dims, n0, nb, c0, cg, g, xf):
     """:func:`._im2col.col2im` of a :func:`_flat_shift` geometry (adds in the offset table's order)."""
     C = dims[1]

@@ -173,7 +173,7 @@ def filter_transform_t(df, us, dw, add):
 
 # ---------------------------------------------------------------- data transforms
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _load_plane(xf, src, H, W, ph, pw, padf, row):
     """Copy one ``H x W`` plane at ``xf[src:]`` into the zero-bordered ``padf`` (row length ``row``)."""
     uw = np.uint64(W)
@@ -196,7 +196,7 @@ def _col4(p, o, row):
     return _bt4(p[o], p[o + row], p[o + 2 * row], p[o + 3 * row])
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _input_tf(padf, row, TH, TW, v, base, CL):
     """``v[e*CL + base + i*TW + j] = (B^T d B)[e]`` for the tiles ``d`` of one padded plane."""
     ucl, ur = np.uint64(CL), np.uint64(row)
@@ -222,7 +222,7 @@ def _bt_col(v0, v1, v2, v3):
     return v0, v1 - v2 + v3, v1 + v2 - v0, -v3
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _input_tf_t(v, base, CL, TH, TW, padf, row):
     """``padf += B dV B^T`` per tile (scatter-add of overlapping 4x4 tiles): :func:`_input_tf` transposed."""
     ucl = np.uint64(CL)
@@ -249,7 +249,7 @@ def _input_tf_t(v, base, CL, TH, TW, padf, row):
                 padf[d + 3] += x3
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
     """``yp = A^T M A + bv`` for the tiles of one output plane ``yp`` (flat, ``OH x OW``)."""
     ufl = np.uint64(FL)
@@ -289,7 +289,7 @@ def _output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
                     yp[d + uow + 1] = y11
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def _output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
     """``m[:, base + tile] = A dY A^T`` for the 2x2 tiles of one head-gradient plane ``gp``."""
     ufl = np.uint64(FL)

@@ -182,7 +182,7 @@ def _col(p, o, row):
                _F(p[o + 4 * row]), _F(p[o + 5 * row]))
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def input_tf(padf, row, TH, TW, v, base, CL):
     """``v[e*CL + base + i*TW + j] = (B^T d B)[e]`` for the 6x6 tiles ``d`` of one padded plane."""
     ucl = np.uint64(CL)
@@ -206,7 +206,7 @@ def input_tf(padf, row, TH, TW, v, base, CL):
                     v[o + (e + np.uint64(s)) * ucl] = t[s]
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def input_tf_t(v, base, CL, TH, TW, padf, row):
     """``padf += B dV B^T`` per 6x6 tile (scatter-add): :func:`input_tf` transposed."""
     ucl = np.uint64(CL)
@@ -234,7 +234,7 @@ def input_tf_t(v, base, CL, TH, TW, padf, row):
                     padf[d + np.uint64(s)] += x[s]
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
     """``yp = A^T M A + bv`` for the 4x4 tiles of one output plane ``yp`` (flat ``OH x OW``)."""
     ufl = np.uint64(FL)
@@ -262,7 +262,7 @@ def output_tf(m, base, FL, TH, TW, yp, OH, OW, bv):
                     yp[d + np.uint64(s)] = t[s] + bv
 
 
-@helper_njit
+@helper_njit(by_reference=True)
 def output_tf_t(gp, OH, OW, TH, TW, m, base, FL):
     """``m[:, base + tile] = A dY A^T`` for the 4x4 tiles of one head-gradient plane ``gp``."""
     ufl = np.uint64(FL)
