@@ -31,7 +31,13 @@ TRACE_ENV = 'FFNUMBA_AHEAD_TRACE'
 
 
 class _Skip(Exception):
-    """Raised in the child for a kernel the parent has claimed: the child drops the node."""
+    """Raised in the child for a kernel the parent has claimed: the child drops the node.
+
+    It also passes through the load of a cached kernel's by-reference helpers
+    (:func:`ffnumba._jit_link._load`), which turns other failures into a cache miss.
+    """
+
+    _ff_control_flow = True
 
 
 class _Claims:

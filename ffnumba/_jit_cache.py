@@ -362,7 +362,8 @@ def _lazy_shared(real):
     """
     def _unserialize(cls, codegen, state):
         name, kind, data = state
-        names = _elf_defined_symbols(data[0]) if kind == 'object' else None
+        # (an entry with more than object code and IR: numba's own load refuses it)
+        names = _elf_defined_symbols(data[0]) if kind == 'object' and len(data) == 2 else None
         engine = getattr(codegen, '_engine', None)
         if names is None or not isinstance(getattr(engine, '_defined_symbols', None), set):
             return real(cls, codegen, state)

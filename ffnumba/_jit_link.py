@@ -27,11 +27,12 @@ It imports only the standard library and numba (the ``jit`` layer).
 """
 import hashlib
 import importlib
+import sys
 import threading
 
 __all__ = ['ref_name', 'publish']
 
-#: Names bound in this process (:func:`publish`), alias -> address.
+#: Names bound in this process (:func:`publish`): name -> (address, the helper's library).
 _BOUND = {}
 _LOCK = threading.Lock()
 
@@ -65,7 +66,10 @@ def publish(dispatcher, cres):
     """Bind a by-reference helper's compiled signature to its :func:`ref_name` symbol.
 
     Called when the helper's dispatcher adds an overload (a compile or a cache load).
-    The compile result's library is marked, so kernels that link it call by reference.
+    The compile result's library is marked, so kernels that link it call by reference,
+    and kept alive here (kernels call its code). A name already bound to other code (a
+    module run again, or argument types whose names collide) is never bound again:
+    this library is then linked in as a copy, as numba does.
     """
     from llvmlite import binding as ll
     fn = dispatcher.py_func
@@ -76,9 +80,12 @@ def publish(dispatcher, cres):
     if not addr:
         return
     with _LOCK:
-        if _BOUND.get(name) != addr:
+        bound = _BOUND.get(name)
+        if bound is None:
             ll.add_symbol(name, addr)
-            _BOUND[name] = addr
+            _BOUND[name] = (addr, lib)
+        elif bound[0] != addr:
+            return
     lib._ff_ref = (name, cres.fndesc.mangled_name,
                    (name, fn.__module__, fn.__qualname__, argtypes, cres.signature.return_type))
 
@@ -121,22 +128,29 @@ def _serialize(real):
 
 
 def _load(spec):
-    """Load (or compile) one helper a cached kernel calls; :class:`StaleReference` if it cannot."""
-    name, module, qualname, argtypes, restype = spec
+    """Load (or compile) one helper a cached kernel calls; :class:`StaleReference` if it cannot.
+
+    An exception that steers a compile (one with ``_ff_control_flow`` set: the compile-ahead
+    child's skip of a kernel the parent is compiling) passes through.
+    """
     try:
-        obj = importlib.import_module(module)
+        name, module, qualname, argtypes, restype = spec
+        obj = sys.modules.get(module) or importlib.import_module(module)
         for part in qualname.split('.'):
             obj = getattr(obj, part)
         if not getattr(obj, '_ff_by_reference', False):
             raise StaleReference('%s.%s is no longer called by reference' % (module, qualname))
         obj.compile(tuple(argtypes))
         cres = obj.overloads[tuple(argtypes)]
+        addr = cres.library.get_pointer_to_function(cres.fndesc.mangled_name)
     except StaleReference:
         raise
     except Exception as e:   # noqa: BLE001 -- any failure: compile the caller again
-        raise StaleReference('%s.%s%s: %s' % (module, qualname, tuple(argtypes), e)) from e
-    if cres.signature.return_type != restype or name not in _BOUND:
-        raise StaleReference('%s.%s%s returns %s, not %s' % (
+        if getattr(e, '_ff_control_flow', False):
+            raise
+        raise StaleReference('%r: %s' % (spec, e)) from e
+    if cres.signature.return_type != restype or _BOUND.get(name, (None,))[0] != addr:
+        raise StaleReference('%s.%s%s returns %s, not %s, or is bound to other code' % (
             module, qualname, tuple(argtypes), cres.signature.return_type, restype))
 
 
@@ -170,11 +184,20 @@ def _load_overload(real):
 
 
 def install():
-    """Install the hooks (once); numba without them (another version) links copies as before."""
+    """Install the hooks (once); numba without them (another version) links copies as before.
+
+    Returns
+    -------
+    bool
+        Whether kernels can call helpers by reference in this process.
+    """
     from numba.core import caching, codegen
     lib = getattr(codegen, 'CPUCodeLibrary', None)
-    if lib is None or hasattr(lib.finalize, '__wrapped__') or \
-            not isinstance(lib.__dict__.get('_unserialize'), classmethod):
+    if lib is None:
+        return False
+    if hasattr(lib.finalize, '__wrapped__'):      # installed before (a module run again)
+        return getattr(lib.finalize, '__module__', None) == __name__
+    if not isinstance(lib.__dict__.get('_unserialize'), classmethod):
         return False
     lib.finalize = _finalize(lib.finalize)
     lib.serialize_using_object_code = _serialize(lib.serialize_using_object_code)
