@@ -28,7 +28,7 @@ import numpy as np
 __all__ = ['HELPER_SALT', 'LINK_SALT', 'importable']
 
 #: Cache-key salt of :func:`ffnumba.jit.helper_njit` functions: their entries have no
-#: CPython entry point.
+#: CPython entry point (``-2``: compiled since helpers may call helpers by reference).
 HELPER_SALT = 'ffnumba-no-cpython-wrapper-2'
 
 
@@ -158,7 +158,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: Part of every ffnumba kernel's cache key: entries compiled with each library calling
 #: its own copies of the functions it linked in (:func:`_own_copies`), saved under
 #: key-derived data-file names (:func:`_safe_save`; ``-2``: entries an index written by the
-#: racy numbered scheme names are never loaded).
+#: racy numbered scheme names are never loaded; ``-3``: big helpers called by reference,
+#: :mod:`ffnumba._jit_link`, so no entry holding copies of them is loaded).
 LINK_SALT = 'ffnumba-own-copies-3'
 
 

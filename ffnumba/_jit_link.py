@@ -86,7 +86,8 @@ def publish(dispatcher, cres):
             _BOUND[name] = (addr, lib)
         elif bound[0] != addr:
             return
-    lib._ff_ref = (name, cres.fndesc.mangled_name,
+    # (numba's name of the compiled function, the spec a cached caller loads it by)
+    lib._ff_ref = (cres.fndesc.mangled_name,
                    (name, fn.__module__, fn.__qualname__, argtypes, cres.signature.return_type))
 
 
@@ -101,12 +102,15 @@ def _finalize(real):
             if ref is None:
                 keep.append(lib)
                 continue
-            name, mangled, spec = ref
-            deps[name] = spec
+            mangled, spec = ref
+            deps[spec[0]] = spec
             self._reload_init.update(lib._reload_init)
-            for fn in self._final_module.functions:
-                if fn.name == mangled and fn.is_declaration:
-                    fn.name = name
+            try:
+                fn = self._final_module.get_function(mangled)
+            except NameError:       # not called here directly (a library linked in calls it)
+                continue
+            if fn.is_declaration:
+                fn.name = spec[0]
         if deps:
             self._linking_libraries = keep
             self._ff_deps = deps

@@ -156,11 +156,11 @@ def test_a_name_bound_to_other_code_is_never_rebound():
     second.compile((numba.float64,))
     lib1 = first.overloads[(numba.float64,)].library
     lib2 = second.overloads[(numba.float64,)].library
-    assert lib1._ff_ref[0].startswith('ffnumba.ref._double.')
+    assert lib1._ff_ref[1][0].startswith('ffnumba.ref._double.')
     assert getattr(lib2, '_ff_ref', None) is None       # linked in as a copy instead
 
     @numba.njit(**dict(ffjit.JIT, cache=False))
     def both(x):
         return first(x) + second(x)
     assert both(1.5) == 6.0
-    assert list(both.overloads[(numba.float64,)].library._ff_deps) == [lib1._ff_ref[0]]
+    assert list(both.overloads[(numba.float64,)].library._ff_deps) == [lib1._ff_ref[1][0]]
