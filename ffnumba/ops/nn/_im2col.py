@@ -26,10 +26,10 @@ chunk): ``dy col^T`` straight into ``dw``, or, when ``dw`` has fewer rows than
 columns (``Fg < Cg*K``), ``col dy^T`` into a transposed scratch copied into ``dw``
 once per call (OpenBLAS ran the GEMM with more output rows 10-25% faster). Outputs narrower than
 :data:`TABLE_MAX_OW` im2col/col2im through an offset table (one loop over
-the output plane per column row); wider ones copy row runs. All kernels
-are ``nogil``: two executors in two threads run in
-parallel. Hot copy loops index with unsigned integers, which lets LLVM drop
-numba's negative-index wraparound and vectorise them.
+the output plane per column row); wider ones copy row runs (out of the plane's column
+phases when the stride is above 1, ``_im2col_rows``). All kernels are ``nogil``: two
+executors in two threads run in parallel. Hot copy loops index with unsigned integers,
+which lets LLVM drop numba's negative-index wraparound and vectorise them.
 
 Source: K. Chellapilla, S. Puri, P. Simard, "High Performance Convolutional
 Neural Networks for Document Processing" (2006), the im2col formulation MXNet
@@ -43,6 +43,7 @@ from numba import njit
 from ...jit import JIT, helper_njit
 from .._gemm import gemm
 from ._im2col_flat import _col2im_flat, _flat_shift, _im2col_flat
+from ._im2col_rows import _col2im_rows, _im2col_rows, _valid, narrow_rows  # noqa: F401
 from ._conv_epilogue import apply_block, expand
 
 __all__ = ['geometry', 'as5d', 'buffer', 'is_pointwise', 'chunk_size', 'conv_forward',
@@ -156,31 +157,6 @@ def buffer(state, name, size, dtype):
 # ---------------------------------------------------------------- im2col / col2im
 
 @helper_njit
-def _valid(o_n, s, p, k, d, i_n):
-    """Output range ``[lo, hi)`` whose input index ``o*s - p + k*d`` is in ``[0, i_n)``."""
-    off = k * d - p
-    lo = 0
-    if off < 0:
-        lo = (-off + s - 1) // s
-    hi = 0
-    if i_n - off > 0:
-        hi = (i_n - off - 1) // s + 1
-    if hi > o_n:
-        hi = o_n
-    if lo > hi:
-        lo = hi
-    return lo, hi
-
-
-@helper_njit
-def _zero(dst, start, n):
-    z = dst.dtype.type(0)
-    u = np.uint64(start)
-    for i in range(np.uint64(n)):
-        dst[u + i] = z
-
-
-@helper_njit
 def _pointwise(g):
     """Whether ``g`` is a 1x1(x1) kernel with unit stride and no padding (col == image)."""
     return (g[0] == 1 and g[1] == 1 and g[2] == 1 and g[3] == 1 and g[4] == 1 and g[5] == 1
@@ -214,49 +190,8 @@ def _table(dims, g):
     return tab
 
 
-@helper_njit(by_reference=True)
-def _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf):
-    """:func:`im2col` for wide outputs: one bounds check per output row, contiguous runs."""
-    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
-    KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
-    P = OD * OH * OW
-    L = nb * P
-    HW = H * W
-    usw = np.uint64(SW)
-    for b in range(nb):
-        for c in range(cg):
-            xbase = ((n0 + b) * C + c0 + c) * D * HW
-            for kd in range(KD):
-                dlo, dhi = _valid(OD, SD, PD, kd, DD, D)
-                for kh in range(KH):
-                    hlo, hhi = _valid(OH, SH, PH, kh, DH, H)
-                    for kw in range(KW):
-                        wlo, whi = _valid(OW, SW, PW, kw, DW, W)
-                        row = ((c * KD + kd) * KH + kh) * KW + kw
-                        q = row * L + b * P
-                        for od in range(OD):
-                            if od < dlo or od >= dhi:
-                                _zero(colf, q, OH * OW)
-                                q += OH * OW
-                                continue
-                            dbase = xbase + (od * SD - PD + kd * DD) * HW
-                            for oh in range(OH):
-                                if oh < hlo or oh >= hhi:
-                                    _zero(colf, q, OW)
-                                else:
-                                    _zero(colf, q, wlo)
-                                    src = dbase + (oh * SH - PH + kh * DH) * W + kw * DW - PW
-                                    uq = np.uint64(q)
-                                    us = np.uint64(src)
-                                    for ow in range(np.uint64(wlo), np.uint64(whi)):
-                                        colf[uq + ow] = xf[us + ow * usw]
-                                    _zero(colf, q + whi, OW - whi)
-                                q += OW
-
-
-# im2col and col2im are inlined into the drivers at numba-IR level (one call site in each):
-# no separately compiled, never-called library of their own (about 0.4 s of a cold start).
-# Their helpers stay separate: inlining those too compiled twice as long.
+# Inlined into the drivers at numba-IR level (one call site each): no never-called library of
+# their own (0.4 s of a cold start). Inlining their helpers too compiled twice as long.
 @njit(inline='always', **JIT)
 def im2col(xf, dims, n0, nb, c0, cg, g, colf):
     """Unroll samples ``n0..n0+nb`` and channels ``c0..c0+cg`` of flat ``xf`` into ``colf``.
@@ -265,7 +200,8 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
     shape of ``xf``; ``g`` the :func:`geometry` tuple. Pointwise kernels copy
     whole planes; stride-1 kernels whose output plane is the input plane copy
     shifted planes (:func:`_flat_shift`); other outputs narrower than
-    :data:`TABLE_MAX_OW` gather through a :func:`_table`; wider ones copy row runs.
+    :data:`TABLE_MAX_OW` gather through a :func:`_table`; wider ones (and large strided
+    windows) copy row runs, out of column phases when strided (:mod:`._im2col_rows`).
     """
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     K = g[0] * g[1] * g[2]
@@ -281,7 +217,7 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
                 for i in range(up):
                     colf[uq + i] = xf[us + i]
         return
-    if g[14] >= TABLE_MAX_OW:
+    if g[14] >= TABLE_MAX_OW or narrow_rows(g):
         _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf)
         return
     if _flat_shift(dims, g):
@@ -301,42 +237,9 @@ def im2col(xf, dims, n0, nb, c0, cg, g, colf):
                     colf[uq + i] = v if t >= 0 else z
 
 
-@helper_njit(by_reference=True)
-def _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf):
-    """:func:`col2im` for wide outputs, row runs as in :func:`_im2col_rows`."""
-    C, D, H, W = dims[1], dims[2], dims[3], dims[4]
-    KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, OD, OH, OW = g
-    P = OD * OH * OW
-    L = nb * P
-    HW = H * W
-    usw = np.uint64(SW)
-    for b in range(nb):
-        for c in range(cg):
-            xbase = ((n0 + b) * C + c0 + c) * D * HW
-            for kd in range(KD):
-                dlo, dhi = _valid(OD, SD, PD, kd, DD, D)
-                for kh in range(KH):
-                    hlo, hhi = _valid(OH, SH, PH, kh, DH, H)
-                    for kw in range(KW):
-                        wlo, whi = _valid(OW, SW, PW, kw, DW, W)
-                        row = ((c * KD + kd) * KH + kh) * KW + kw
-                        for od in range(dlo, dhi):
-                            dbase = xbase + (od * SD - PD + kd * DD) * HW
-                            for oh in range(hlo, hhi):
-                                q = row * L + b * P + (od * OH + oh) * OW
-                                dst = dbase + (oh * SH - PH + kh * DH) * W + kw * DW - PW
-                                uq = np.uint64(q)
-                                ud = np.uint64(dst)
-                                for ow in range(np.uint64(wlo), np.uint64(whi)):
-                                    xf[ud + ow * usw] += colf[uq + ow]
-
-
 @njit(inline='always', **JIT)
 def col2im(colf, dims, n0, nb, c0, cg, g, xf):
-    """Scatter-add the flat column matrix ``colf`` back into flat image ``xf``.
-
-    Same four paths as :func:`im2col`.
-    """
+    """Scatter-add flat column matrix ``colf`` into flat image ``xf``; :func:`im2col`'s paths."""
     C, D, H, W = dims[1], dims[2], dims[3], dims[4]
     K = g[0] * g[1] * g[2]
     P = g[12] * g[13] * g[14]
@@ -351,7 +254,7 @@ def col2im(colf, dims, n0, nb, c0, cg, g, xf):
                 for i in range(up):
                     xf[ud + i] += colf[uq + i]
         return
-    if g[14] >= TABLE_MAX_OW:
+    if g[14] >= TABLE_MAX_OW or narrow_rows(g):
         _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf)
         return
     if _flat_shift(dims, g):
@@ -378,12 +281,9 @@ TR_SMALL = 8192
 
 @helper_njit
 def _transpose(src, sbase, R, Q, dst, dbase, add):
-    """``dst[dbase + q*R + r] (+)= src[sbase + r*Q + q]`` for ``r < R``, ``q < Q``.
-
-    Larger than :data:`TR_SMALL` elements: blocks of :data:`TR_BLOCK` source rows,
-    as a row length that is a power of two (a 16x16 plane, 256 channels) would
-    otherwise map every strided read of a column to the same few cache sets.
-    """
+    """``dst[dbase + q*R + r] (+)= src[sbase + r*Q + q]`` for ``r < R``, ``q < Q``; above
+    :data:`TR_SMALL` elements in blocks of :data:`TR_BLOCK` source rows, as a power-of-two row
+    length (16x16 plane, 256 channels) would map every strided column read to a few cache sets."""
     blk = R if R * Q <= TR_SMALL else TR_BLOCK
     for r0 in range(0, R, blk):
         r1 = min(R, r0 + blk)
