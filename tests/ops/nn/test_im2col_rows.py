@@ -7,7 +7,7 @@ from ffnumba.ops.nn import _im2col as ic, _im2col_rows as rr
 from ffnumba.ops.nn.convolution import conv_output_size
 from ffnumba.ops.registry import OpContext, get_op
 
-from conv_reference import conv_backward, conv_forward
+from conv_reference import conv_backward, conv_forward, deconv_forward
 
 
 @st.composite
@@ -129,3 +129,34 @@ def test_strided_wide_convolution_matches_numpy(p, data, dtype, req):
                         p.get('dilate', ()), p.get('num_group', 1))
     for got, start, e in zip(grads, init, exp):
         np.testing.assert_allclose(got, e + (start if req == 'add' else 0), **tol)
+
+
+@pytest.mark.parametrize('p, data', [
+    (dict(kernel=(4, 4), num_filter=3, stride=(2, 2), pad=(1, 1)), (2, 4, 5, 17)),
+    (dict(kernel=(8, 8), num_filter=2, stride=(4, 4), pad=(2, 2)), (2, 3, 3, 16)),
+    (dict(kernel=(3,), num_filter=2, stride=(3,)), (2, 2, 20)),
+])
+def test_strided_wide_deconvolution_matches_numpy(p, data):
+    """A Deconvolution's forward is a col2im and its data gradient an im2col whose column
+    space is the deconvolution's input: strided and at least TABLE_MAX_OW wide, they take
+    the row runs through column phases. Forward against numpy; the data and weight
+    gradients against the correlation they transpose (<deconv(x, w), dy> = <x, conv(dy, w)>)."""
+    rng = np.random.default_rng(12)
+    op = get_op('Deconvolution')
+    params = op.parse_params(dict(p, no_bias=True))
+    ins, outs, _ = op.infer_shape(params, [data, None], [], [None])
+    x, w = [rng.uniform(-1, 1, sh) for sh in ins]
+    y = np.empty(outs[0])
+    ctx = OpContext(True, None, {}, rng, 'deconv')
+    op.forward['cpu'](ctx, params, [x, w], [y], [])
+    nd = len(p['kernel'])
+    stride, pad = p['stride'], p.get('pad', (0,) * nd)
+    want = deconv_forward(x, w, None, p['kernel'], stride, pad, (1,) * nd, (0,) * nd, 1)
+    np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-11)
+    dy = rng.uniform(-1, 1, outs[0])
+    grads = [np.empty_like(x), np.empty_like(w)]
+    op.backward['cpu'](ctx, params, [dy], [x, w], [y], grads, ['write', 'write'], [])
+    np.testing.assert_allclose(grads[0], conv_forward(dy, w, None, p['kernel'], stride, pad),
+                               rtol=1e-10, atol=1e-11)
+    dw = conv_backward(dy, w, x, p['kernel'], stride, pad)[1]
+    np.testing.assert_allclose(grads[1], dw, rtol=1e-10, atol=1e-11)
