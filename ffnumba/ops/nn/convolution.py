@@ -28,7 +28,8 @@ kernel   data                  weight                 bias        output
 
 The weight and bias shapes are inferred from the data. Implementation:
 im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
-``_im2col``); 1x1 kernels with stride 1 and no pad on planes of at least
+``_im2col``; strided kernels unroll by contiguous runs out of each input
+plane's column phases, ``_im2col_rows``); 1x1 kernels with stride 1 and no pad on planes of at least
 ``_im2col.DIRECT_MIN_COLS`` positions multiply each sample's NCHW planes
 directly (no im2col); depthwise convolutions run direct kernels
 (``_depthwise``); 2-D 3x3 kernels with stride 1, dilate 1, one group, at
