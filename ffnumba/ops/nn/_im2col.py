@@ -25,11 +25,12 @@ weight gradient is accumulated by the GEMM itself (``beta = 1`` after the first
 chunk): ``dy col^T`` straight into ``dw``, or, when ``dw`` has fewer rows than
 columns (``Fg < Cg*K``), ``col dy^T`` into a transposed scratch copied into ``dw``
 once per call (OpenBLAS ran the GEMM with more output rows 10-25% faster). Outputs narrower than
-:data:`TABLE_MAX_OW` im2col/col2im through an offset table (one loop over
-the output plane per column row); wider ones copy row runs (out of the plane's column
-phases when the stride is above 1, ``_im2col_rows``). All kernels are ``nogil``: two
-executors in two threads run in parallel. Hot copy loops index with unsigned integers,
-which lets LLVM drop numba's negative-index wraparound and vectorise them.
+:data:`TABLE_MAX_OW` im2col/col2im through an offset table (one loop over the output plane
+per column row), unless a large strided window (``_im2col_rows.narrow_rows``); the others
+copy row runs (out of the plane's column phases when strided, ``_im2col_rows``). All
+kernels are ``nogil``: two executors in two threads run in parallel. Hot copy loops index
+with unsigned integers, which lets LLVM drop numba's negative-index wraparound and
+vectorise them.
 
 Source: K. Chellapilla, S. Puri, P. Simard, "High Performance Convolutional
 Neural Networks for Document Processing" (2006), the im2col formulation MXNet

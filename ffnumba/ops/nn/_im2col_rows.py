@@ -15,8 +15,8 @@ element's new terms are summed first, then added.
 Strided outputs narrower than ``TABLE_MAX_OW`` take this path when at least
 :data:`PHASE_MIN_OW` wide with a window that reads each split element at least four times
 (:func:`narrow_rows`); the rest gather through :func:`._im2col._table`. One thread, batch 32,
-im2col alone: GoogLeNet's 7x7/2 stem (3x64x64) 1.55 -> 0.88 ms; 3x3/2 on 64x32x32 2.48 ->
-2.16 ms; AlexNet's 11x11/4 stem on 3x64x64 (15 wide) 1.44 ms by the offset table -> 0.91 ms;
+im2col alone: GoogLeNet's 7x7/2 stem (3x64x64) 1.55 -> 0.9 ms; 3x3/2 on 64x32x32 2.48 ->
+2.0-2.3 ms; AlexNet's 11x11/4 stem on 3x64x64 (15 wide) 1.44 ms by the offset table -> 0.9-1.0 ms;
 a 3x3/2 kernel with an 8-wide output stays with the table (0.44 vs 0.82 ms by phases).
 
 Source: the im2col formulation of K. Chellapilla, S. Puri, P. Simard (2006); the phase
@@ -62,7 +62,8 @@ def _zero(dst, start, n):
 @helper_njit
 def narrow_rows(g):
     """Whether geometry ``g`` narrower than ``TABLE_MAX_OW`` takes the row runs: stride above
-    1, at least :data:`PHASE_MIN_OW` output columns, ``kh*kw >= 4*sw^2``."""
+    1, at least :data:`PHASE_MIN_OW` output columns, ``kh*kw >= 4*sw^2`` (with ``sh == sw``
+    in 2-D: each split element read at least four times)."""
     return g[5] > 1 and g[14] >= PHASE_MIN_OW and g[1] * g[2] >= 4 * g[5] * g[5]
 
 
@@ -102,7 +103,7 @@ def _im2col_rows(xf, dims, n0, nb, c0, cg, g, colf):
     L = nb * P
     rows = D * H
     WQ = (W + SW - 1) // SW             # the row length of the source: W when sw == 1
-    ph = np.empty(SW * rows * WQ if SW > 1 else 1, colf.dtype)
+    ph = np.empty(SW * rows * WQ if SW > 1 else 1, xf.dtype)   # the image's dtype
     for b in range(nb):
         for c in range(cg):
             xbase = ((n0 + b) * C + c0 + c) * rows * W
@@ -148,7 +149,7 @@ def _col2im_rows(colf, dims, n0, nb, c0, cg, g, xf):
     L = nb * P
     rows = D * H
     WQ = (W + SW - 1) // SW
-    ph = np.empty(SW * rows * WQ if SW > 1 else 1, colf.dtype)
+    ph = np.empty(SW * rows * WQ if SW > 1 else 1, xf.dtype)   # the image's dtype
     for b in range(nb):
         for c in range(cg):
             xbase = ((n0 + b) * C + c0 + c) * rows * W

@@ -33,7 +33,7 @@ def _wide_strided(draw):
         if last:
             ow = rr.PHASE_MIN_OW if narrow else ic.TABLE_MAX_OW
             lo = max(lo, ss * (ow - 1) + dd * (kk - 1) + 1 - 2 * pp)
-        i = draw(st.integers(lo, lo + (9 if last and not narrow else 3)))
+        i = draw(st.integers(lo, lo + ((14 if narrow else 9) if last else 3)))
         spatial.append(i)
         k.append(kk)
         s.append(ss)
@@ -76,9 +76,10 @@ def test_row_runs_match_numpy(case, nonfinite):
     idx = _index(x.shape, k, s, p, d, out)[1:, ...]                 # channels 1, 2
     idx = idx.reshape((2 * int(np.prod(k)), nb + 1, -1))[:, 1:, :].reshape(-1)
     want = np.where(idx >= 0, x.reshape(-1)[np.maximum(idx, 0)], 0.0)
-    got = np.full(idx.size, 7.0)
+    got = np.full(idx.size + 5, 7.0)                # a tail the kernel must not touch
     ic.im2col(x.reshape(-1), ic.as5d(x.shape), 1, nb, 1, 2, g, got)
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[:idx.size], want)
+    np.testing.assert_array_equal(got[idx.size:], 7.0)
     col = rng.uniform(-1, 1, idx.size)
     for start in (np.zeros(x.size), x.reshape(-1).copy()):
         dx_got, dx_want = start.copy(), start.copy()
@@ -160,3 +161,45 @@ def test_strided_wide_deconvolution_matches_numpy(p, data):
                                rtol=1e-10, atol=1e-11)
     dw = conv_backward(dy, w, x, p['kernel'], stride, pad)[1]
     np.testing.assert_allclose(grads[1], dw, rtol=1e-10, atol=1e-11)
+
+
+@pytest.mark.parametrize('image, column', [('float32', 'float64'), ('float64', 'float32')])
+def test_row_runs_with_image_and_columns_of_different_dtypes(image, column):
+    """The phases are kept in the image's dtype: an image and a column matrix of different
+    float dtypes unroll and add back as numpy does (1-D narrow and 2-D wide windows)."""
+    for shape, k, s, p in [((2, 2, 5, 40), (3, 3), (1, 2), (1, 1)),
+                           ((2, 3, 50), (17,), (2,), (3,))]:
+        out = tuple(conv_output_size(*a) for a in zip(shape[2:], k, s, p, (1,) * len(k)))
+        g = ic.geometry(k, s, p, (), out)
+        x = np.random.default_rng(5).uniform(-1, 1, shape).astype(image)
+        idx = _index(x.shape, k, s, p, (1,) * len(k), out).reshape(-1)
+        got = np.empty(idx.size, column)
+        ic.im2col(x.reshape(-1), ic.as5d(x.shape), 0, shape[0], 0, shape[1], g, got)
+        want = np.where(idx >= 0, x.reshape(-1)[np.maximum(idx, 0)], 0).astype(column)
+        np.testing.assert_array_equal(got, want)
+        dx = np.zeros(x.size, image)
+        ic.col2im(got, ic.as5d(x.shape), 0, shape[0], 0, shape[1], g, dx)
+        acc = np.zeros(x.size)
+        np.add.at(acc, idx[idx >= 0], got[idx >= 0].astype('float64'))
+        np.testing.assert_allclose(dx, acc, rtol=1e-5, atol=1e-5)
+
+
+def test_float64_gradient_of_a_float32_strided_convolution():
+    """A float64 data gradient bound to a float32 strided Convolution (Executor.bind takes
+    any float gradient array) is the float32 gradient, as it was before the phase split."""
+    import ffnumba as ff
+    rng = np.random.default_rng(6)
+    net = ff.sym.Convolution(ff.sym.Variable('data'), kernel=(7, 7), num_filter=4,
+                             stride=(2, 2), pad=(3, 3), name='c')
+    x = rng.uniform(-1, 1, (2, 3, 40, 36)).astype('float32')
+    w = rng.uniform(-1, 1, (4, 3, 7, 7)).astype('float32')
+    args = {'data': ff.nd.array(x), 'c_weight': ff.nd.array(w), 'c_bias': ff.nd.zeros((4,))}
+    grads = {'data': ff.nd.zeros(x.shape, dtype='float64')}
+    ex = net.bind(ff.cpu(), args, args_grad=grads)
+    ex.forward(is_train=True)
+    dy = rng.uniform(-1, 1, ex.outputs[0].shape).astype('float32')
+    ex.backward(ff.nd.array(dy))
+    assert grads['data'].dtype == np.float64
+    want = conv_backward(x.astype('float64'), w.astype('float64'), dy.astype('float64'),
+                         (7, 7), (2, 2), (3, 3))[0]
+    np.testing.assert_allclose(grads['data'].asnumpy(), want, rtol=1e-4, atol=1e-4)
