@@ -85,7 +85,10 @@ def _phases(xf, xbase, rows, W, SW, WQ, ph, back):
 
 @njit(inline='always', **JIT)   # no compile of its own (cold start)
 def _tap(kw, DW, PW, SW, rows, WQ):
-    """Offset of tap ``kw``'s runs in the source: in the image (``sw == 1``) or its phase."""
+    """Offset of tap ``kw``'s runs in the source: in the image (``sw == 1``) or its phase.
+
+    The phase formula gives ``base`` for ``sw == 1`` too, but without this branch im2col
+    ran 8-12% slower, stride-1 runs included (interleaved, one thread)."""
     base = kw * DW - PW
     if SW == 1:
         return base
