@@ -39,7 +39,10 @@ input channels and outputs of at least 8x8 F(4x4, 3x3) (``_winograd4``; a
 backward also needs at most 256 output channels),
 unless an input holds an inf or NaN (those run im2col); the environment
 variable ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile)
-overrides. With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
+overrides. Other 2-D stride-1 layers on planes so small that most of im2col's
+(tap, output) pairs fall in the padding (GoogLeNet's 5x5 towers on 4x4 and 2x2
+planes, 3x3 kernels on 2x2 planes) run one GEMM per kernel tap over the outputs
+it reaches (``_conv_taps``; ``FFNUMBA_CONV_TAPS=0`` off). With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
 float32 and cast at the edges. An inference executor may run a
 Convolution with the BatchNorm and relu after it as one call
 (:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled shared-memory GEMM
@@ -58,6 +61,7 @@ from . import _conv_cuda as cc
 from . import _conv_epilogue as _ep
 from . import _conv_gemm_cuda as cg
 from . import _conv_par as cp
+from . import _conv_taps as tp
 from ...blas_threads import numba_blas_single_thread
 from . import _depthwise as dwc
 from . import _im2col as ic
@@ -325,6 +329,24 @@ def _use_winograd(p, xshape, yshape, arrays, backward=False):
     return 0
 
 
+def _use_taps(p, xshape, yshape, arrays):
+    """Whether the CPU kernels run the layer tap by tap (:mod:`._conv_taps`).
+
+    Small planes, where most of im2col's pairs fall in the padding
+    (:func:`_conv_taps.applies`), and the layer is not Winograd's (tested first),
+    in calls that run on one thread (one numba thread, or a node the branch
+    schedule runs beside another): split over two threads, GoogLeNet and
+    Inception-BN trained 4-7% slower with the taps than with im2col, which
+    scales better. ``FFNUMBA_CONV_TAPS=0`` turns the taps off, ``2`` runs them on
+    several threads too. ``arrays`` holding an inf or NaN run im2col, whose
+    results they match (the padding's ``0 * inf``).
+    """
+    kernel, stride, pad, dilate = spatial_params(p)
+    return (tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape)
+            and tp.enabled() and (cp.split_threads(xshape[0]) == 1 or tp.threaded())
+            and wg.all_finite(*arrays))
+
+
 @f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
     _conv_cpu(ctx, p, inputs, outputs[0], None, 0)
@@ -398,6 +420,10 @@ def _conv_cpu(ctx, p, inputs, y, ep, mode):
         wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2], m,
                    ep, mode)
         return
+    if _use_taps(p, x.shape, y.shape, (x, w)):
+        tp.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2],
+                   ep, mode)
+        return
     nt = cp.split_threads(x5[0])
     nb, colbuf, tmpbuf, _ = conv_plan(state, x5, F, G, geom, x.dtype, nt)
     if G == 1 and F * x5[1] < SMALL_POINTWISE_WEIGHT and ic.is_pointwise(geom):
@@ -448,6 +474,10 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
     if m:
         wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
                     in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2], m)
+        return
+    if _use_taps(p, x.shape, dy.shape, (x, w, dy)):
+        tp.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
+                    in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2])
         return
     dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
     nb, colbuf, tmpbuf, dwtbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)

@@ -147,3 +147,14 @@ def deconv_forward(x, w, b, kernel, stride, pad, dilate, adj, num_group=1):
     if b is not None:
         y = y + np.reshape(b, (1, F) + (1,) * nd)
     return y
+
+
+def assert_same_results(on, off, rtol=1e-4, atol=1e-4):
+    """Two ``(output, [gradients])`` results of two CPU paths: the same NaN and inf
+    positions, and the finite values within the tolerance."""
+    for a, b in zip([on[0]] + on[1], [off[0]] + off[1]):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(np.isposinf(a), np.isposinf(b))
+        np.testing.assert_array_equal(np.isneginf(a), np.isneginf(b))
+        ok = np.isfinite(b)
+        np.testing.assert_allclose(a[ok], b[ok], rtol=rtol, atol=atol)
