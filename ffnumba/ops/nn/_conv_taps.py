@@ -248,14 +248,17 @@ def by_channels(C, F, nt):
     return nt > 1 and min(C, F) >= SPLIT_MIN_WIDTH * nt
 
 
-def _plan(state, x, F, geo, nt, split):
+def _plan(state, x, F, geo, nt, split, backward=False):
     """``(nb, xbuf, xsz, dxbuf, dxsz, ybuf, ysz)``: samples per chunk and each thread's scratch
-    (``split``: by filters and channels, each thread's ``y`` / ``dx`` columns only)."""
+    (``split``: by filters and channels, each thread's ``y`` / ``dx`` columns only; the
+    ``dx`` scratch for a ``backward`` only). Split by filters and channels, every thread
+    gathers the chunk's whole ``X`` (and ``dY``) itself: ``nt`` copies, small on the
+    planes the taps take."""
     N, C = x.shape[0], x.shape[1]
     P, OP = geo[0] * geo[1], geo[2] * geo[3]
     nb = int(max(1, min(N if split else -(-N // nt), CHUNK_ELEMS // (P * C + OP * F))))
     ft, ct = (-(-F // nt), -(-C // nt)) if split else (F, C)
-    xsz, dxsz, ysz = P * nb * C, P * nb * ct, OP * nb * max(F, ft)
+    xsz, dxsz, ysz = P * nb * C, P * nb * ct if backward else 1, OP * nb * max(F, ft)
     return (nb, ic.buffer(state, 'taps_x', nt * xsz, x.dtype), xsz,
             ic.buffer(state, 'taps_dx', nt * dxsz, x.dtype), dxsz,
             ic.buffer(state, 'taps_y', nt * ysz, x.dtype), ysz)
@@ -326,7 +329,7 @@ def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
     K = geo[4] * geo[5]
     nt = split_threads(N)
     split = by_channels(C, F, nt)
-    nb, xbuf, xsz, dxbuf, dxsz, ybuf, ysz = _plan(state, x, F, geo, nt, split)
+    nb, xbuf, xsz, dxbuf, dxsz, ybuf, ysz = _plan(state, x, F, geo, nt, split, True)
     wt = _weights(state, w) if mode_dx else ic.buffer(state, 'taps_w', K * F * C,
                                                       x.dtype).reshape((K, F, C))
     nparts = 1 if split else nt

@@ -42,7 +42,8 @@ variable ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile)
 overrides. Other 2-D stride-1 layers on planes so small that most of im2col's
 (tap, output) pairs fall in the padding (GoogLeNet's 5x5 towers on 4x4 and 2x2
 planes, 3x3 kernels on 2x2 planes) run one GEMM per kernel tap over the outputs
-it reaches (``_conv_taps``; ``FFNUMBA_CONV_TAPS=0`` off). With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
+it reaches (``_conv_taps``), in calls on one thread (``FFNUMBA_CONV_TAPS``: ``0``
+off, ``2`` in calls split over threads too). With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
 float32 and cast at the edges. An inference executor may run a
 Convolution with the BatchNorm and relu after it as one call
 (:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled shared-memory GEMM
@@ -322,29 +323,33 @@ def _use_winograd(p, xshape, yshape, arrays, backward=False):
     gradient) holding an inf or NaN run im2col, whose results they match
     (:func:`_winograd.all_finite`).
     """
-    kernel, stride, pad, dilate = spatial_params(p)
-    if (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
-            and wg.faster(xshape, yshape) and wg.all_finite(*arrays)):
+    if _winograd_layer(p, xshape, yshape) and wg.all_finite(*arrays):
         return w4.tile(xshape, yshape, backward)
     return 0
+
+
+def _winograd_layer(p, xshape, yshape):
+    """Whether the layer's geometry is Winograd's and Winograd is on (finite or not)."""
+    kernel, stride, pad, dilate = spatial_params(p)
+    return (wg.eligible(kernel, stride, pad, dilate, p.num_group, xshape) and wg.enabled()
+            and wg.faster(xshape, yshape))
 
 
 def _use_taps(p, xshape, yshape, arrays):
     """Whether the CPU kernels run the layer tap by tap (:mod:`._conv_taps`).
 
     Small planes, where most of im2col's pairs fall in the padding
-    (:func:`_conv_taps.applies`), and the layer is not Winograd's (tested first),
-    in calls that run on one thread (one numba thread, or a node the branch
-    schedule runs beside another): split over two threads, GoogLeNet and
-    Inception-BN trained 4-7% slower with the taps than with im2col, which
-    scales better. ``FFNUMBA_CONV_TAPS=0`` turns the taps off, ``2`` runs them on
-    several threads too. ``arrays`` holding an inf or NaN run im2col, whose
-    results they match (the padding's ``0 * inf``).
+    (:func:`_conv_taps.applies`), unless the layer is Winograd's, in calls that
+    run on one thread (one numba thread, or a node the branch schedule runs
+    beside another): split over two threads, the taps scaled worse than im2col
+    (see ``docs/guide/devices.md``). ``FFNUMBA_CONV_TAPS=0`` turns the taps off,
+    ``2`` runs them in split calls too. ``arrays`` holding an inf or NaN run
+    im2col, whose results they match (the padding's ``0 * inf``).
     """
     kernel, stride, pad, dilate = spatial_params(p)
     return (tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape)
             and tp.enabled() and (cp.split_threads(xshape[0]) == 1 or tp.threaded())
-            and wg.all_finite(*arrays))
+            and not _winograd_layer(p, xshape, yshape) and wg.all_finite(*arrays))
 
 
 @f16_safe
@@ -454,9 +459,9 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
     """Data and weight gradients (modes 0 skip, 1 write, 2 add) by the layer's CPU path.
 
-    Depthwise kernels, Winograd F(2x2, 3x3) or F(4x4, 3x3), or im2col, chosen as in the
-    forward; except that on several threads a layer whose backward splits by input
-    channels (:func:`_by_channels`) runs im2col that way instead of Winograd, whose
+    Depthwise kernels, the taps, Winograd F(2x2, 3x3) or F(4x4, 3x3), or im2col, chosen
+    as in the forward; except that on several threads a layer whose backward splits by
+    input channels (:func:`_by_channels`) runs im2col that way instead of Winograd, whose
     per-thread transformed weight gradients (16 times the weight each) scale poorly.
     """
     G, F = p.num_group, p.num_filter
@@ -468,16 +473,16 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
     x5 = ic.as5d(x.shape)
     nt = cp.split_threads(x5[0])
     w3 = w.reshape(G, F // G, -1)
+    if _use_taps(p, x.shape, dy.shape, (x, w, dy)):
+        tp.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
+                    in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2])
+        return
     if _by_channels(state, p, x, w3, dy, in_grads, mode_dx, mode_dw, geom, x5, nt):
         return
     m = _use_winograd(p, x.shape, dy.shape, (x, w, dy), True)
     if m:
         wg.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
                     in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2], m)
-        return
-    if _use_taps(p, x.shape, dy.shape, (x, w, dy)):
-        tp.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
-                    in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2])
         return
     dw = in_grads[1].reshape(w3.shape) if mode_dw else w3
     nb, colbuf, tmpbuf, dwtbuf = conv_plan(state, x5, F, G, geom, x.dtype, nt)

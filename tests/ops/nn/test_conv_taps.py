@@ -212,11 +212,25 @@ def test_float64_gradients_of_a_float32_layer(monkeypatch, one_thread):
         np.testing.assert_allclose(grads[name].asnumpy(), want[i], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize('threads', [1, 2])
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
-def test_fused_inference_is_bitwise_the_unfused_one(monkeypatch, one_thread, dtype):
+def test_fused_inference_is_bitwise_the_unfused_one(monkeypatch, dtype, threads):
     """Convolution -> BatchNorm -> relu bound for inference (``FFNUMBA_FUSE=exact``) runs
-    the taps with the epilogue, bit for bit the unfused chain."""
+    the taps with the epilogue, bit for bit the unfused chain; on two threads
+    (``FFNUMBA_CONV_TAPS=2``) each thread's filters with their own BatchNorm rows."""
     spy = _Spy(monkeypatch, force=False)
+    if threads == 2:
+        monkeypatch.setenv('FFNUMBA_CONV_TAPS', '2')
+        monkeypatch.setattr(tp, 'SPLIT_MIN_WIDTH', 1)
+    before = _set_threads(threads)
+    monkeypatch.setattr(tp, 'split_threads', lambda n, t=threads: min(n, t))
+    try:
+        _fused_pair(monkeypatch, spy, dtype)
+    finally:
+        _set_threads(before)
+
+
+def _fused_pair(monkeypatch, spy, dtype):
     x = ff.sym.Variable('data')
     net = ff.sym.Activation(ff.sym.BatchNorm(ff.sym.Convolution(
         x, kernel=(3, 3), num_filter=24, pad=(1, 1), name='c'), name='bn'), act_type='relu')
@@ -255,3 +269,43 @@ def test_split_calls_run_im2col_unless_asked(monkeypatch):
         for env, want in (('1', nt == 1), ('2', True), ('0', False)):
             monkeypatch.setenv('FFNUMBA_CONV_TAPS', env)
             assert conv_mod._use_taps(params, *shapes) is want, (nt, env)
+
+
+@pytest.mark.parametrize('width', [1, 1 << 20])
+@pytest.mark.parametrize('kernel, pad, hw', [((5, 5), (2, 2), 4), ((3, 3), (1, 1), 2),
+                                             ((5, 3), (2, 1), 3)])
+@pytest.mark.parametrize('req', ['write', 'add'])
+def test_two_threads_on_real_sizes(monkeypatch, kernel, pad, hw, width, req):
+    """Layers large enough for the two threads' pieces to sit side by side in memory
+    (12 samples, 40 -> 48 channels), split by samples (``width`` large) or by filters and
+    channels (``width`` 1), against numpy in float64: a thread writing another's scratch,
+    rows or columns shows up here."""
+    monkeypatch.setenv('FFNUMBA_CONV_TAPS', '2')
+    monkeypatch.setattr(tp, 'SPLIT_MIN_WIDTH', width)
+    monkeypatch.setattr(tp, 'split_threads', lambda n: min(n, 2))
+    spy = _Spy(monkeypatch, force=False)
+    rng = np.random.default_rng(11)
+    vals = [rng.uniform(-1, 1, (12, 40, hw, hw)), rng.uniform(-1, 1, (48, 40) + kernel),
+            rng.uniform(-1, 1, 48)]
+    oh, ow = hw + 2 * pad[0] - kernel[0] + 1, hw + 2 * pad[1] - kernel[1] + 1
+    head = rng.uniform(-1, 1, (12, 48, oh, ow))
+    init = [rng.uniform(-1, 1, v.shape) for v in vals]
+    before = _set_threads(2)
+    try:
+        y, grads = _run(dict(kernel=kernel, num_filter=48, pad=pad), vals, head, [req] * 3,
+                        init, 'float64')
+    finally:
+        _set_threads(before)
+    assert spy.calls == ['f', 'b']
+    np.testing.assert_allclose(y, conv_forward(vals[0], vals[1], vals[2], kernel, (), pad, (),
+                                               1), rtol=1e-10, atol=1e-10)
+    ref = conv_backward(vals[0], vals[1], head, kernel, (), pad, (), 1)
+    for g, r, i0 in zip(grads, ref, init):
+        np.testing.assert_allclose(g, r + (i0 if req == 'add' else 0), rtol=1e-10, atol=1e-10)
+
+
+def test_by_channels_threshold():
+    """Two threads split filters and channels from 64 of each (32 per thread)."""
+    assert tp.by_channels(64, 64, 2) and tp.by_channels(512, 384, 2)
+    assert not tp.by_channels(63, 64, 2) and not tp.by_channels(64, 63, 2)
+    assert not tp.by_channels(512, 512, 1) and tp.by_channels(96, 96, 3)
