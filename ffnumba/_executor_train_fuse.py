@@ -25,6 +25,16 @@ activation runs backward but whose BatchNorm does not stays unfused. A
 buffers hold, as unfused). Monitors run the unfused per-node loop.
 ``FFNUMBA_FUSE=0`` (read at bind) turns this off too.
 
+Every ``Convolution -> relu`` pair (GoogLeNet, VGG, AlexNet: no BatchNorm between) whose
+convolution output is read by the relu alone, and whose convolution runs backward (so its
+data and weight stay alive through the forward), runs its forward as one call: the
+convolution with the relu as its epilogue
+(:func:`ffnumba.ops.nn.convolution.fused_forward_cpu`, the inference fusion's call),
+writing the relu's output straight from each GEMM chunk; the convolution's own output is
+never written. The backward stays the two unfused calls: the relu's reads only its
+output, the convolution's only its data, weight and head gradient. Bit-identical (the
+relu's scalar body on the same values).
+
 Likewise every ``elemwise_add -> relu`` pair (ResNet's residual sums; the same
 conditions on the sum) runs its forward as one pass
 (:func:`ffnumba.ops.nn._conv_epilogue.add_relu_forward`) and its backward as one
@@ -37,9 +47,11 @@ import numpy as np
 from ._executor_fuse import fusion_enabled
 from .ndarray._device import host_compute
 from .ops.nn import _bn_act
-from .ops.nn._conv_epilogue import add_relu_forward
+from .ops.nn import convolution as _conv
+from .ops.nn._conv_epilogue import RELU, add_relu_forward, make
+from .ops.registry import get_op
 
-__all__ = ['train_chains', 'train_plans', 'ahead_calls']
+__all__ = ['train_chains', 'conv_relu_chains', 'train_plans', 'ahead_calls']
 
 _FLOATS = (np.dtype('float32'), np.dtype('float64'))
 #: Fewest elements per channel and sample (after the channel axis) of a fused BatchNorm
@@ -57,6 +69,16 @@ def _act_mode(node):
     return None
 
 
+def _readers(view):
+    """``(heads, uses)``: the graph's output entries, and entry -> ``[(node id, input
+    position)]`` of every node reading it."""
+    uses = {}
+    for nid, ents in enumerate(view.in_entries):
+        for pos, e in enumerate(ents):
+            uses.setdefault(e, []).append((nid, pos))
+    return set(view.heads), uses
+
+
 def train_chains(view, shapes, types, ctx):
     """``[(bn, act)]`` node ids of the BatchNorm -> activation pairs that may fuse.
 
@@ -67,11 +89,7 @@ def train_chains(view, shapes, types, ctx):
     """
     if not host_compute(ctx) or not fusion_enabled():
         return []
-    heads = set(view.heads)
-    uses = {}
-    for nid, ents in enumerate(view.in_entries):
-        for pos, e in enumerate(ents):
-            uses.setdefault(e, []).append((nid, pos))
+    heads, uses = _readers(view)
     out = []
     for nid, node in enumerate(view.nodes):
         name = node.op.name if node.op is not None else None
@@ -93,6 +111,48 @@ def train_chains(view, shapes, types, ctx):
             continue
         out.append((nid, use[0][0]))
     return out
+
+
+def conv_relu_chains(view, types, ctx, backward):
+    """``[(conv, act)]`` node ids of the ``Convolution -> relu`` pairs whose forward fuses.
+
+    The convolution's only output (float32 or float64, not a graph output) is read by
+    the relu alone, as its data; the relu's backward does not read its input (it never
+    exists); the convolution is in ``backward`` (the node ids whose backward runs), so
+    the memory plan keeps its data until the backward and the fused call, at the relu's
+    place, still reads it. Empty on a GPU context or with ``FFNUMBA_FUSE=0``.
+    """
+    if not host_compute(ctx) or not fusion_enabled():
+        return []
+    heads, uses = _readers(view)
+    out = []
+    for nid, node in enumerate(view.nodes):
+        if node.op is None or node.op.name != 'Convolution' or nid not in backward:
+            continue
+        e = view.entry_ptr[nid]
+        if view.entry_ptr[nid + 1] - e != 1 or e in heads or np.dtype(types[e]) not in _FLOATS:
+            continue
+        use = uses.get(e, [])
+        if len(use) != 1 or use[0][1] != 0:
+            continue
+        act = view.nodes[use[0][0]]
+        mode = _act_mode(act)
+        if mode is None or mode[0] != _bn_act.RELU:
+            continue
+        reads = act.op.backward_reads
+        reads = reads(act.params) if callable(reads) else reads
+        if 'inputs' in reads or 'data' in reads:
+            continue
+        out.append((nid, use[0][0]))
+    return out
+
+
+def _conv_relu_call(num_filter):
+    fused, ep = _conv.fused_forward_cpu, make(num_filter)
+
+    def call(ctx, p, ins, outs, aux):
+        fused(ctx, p, ins, outs[0], ep, RELU)
+    return call
 
 
 def _add_fwd_call():
@@ -154,11 +214,18 @@ def train_plans(view, shapes, types, ctx, fwd_plan, bwd_plan, make_rec):
         activation's backward's.
     """
     chains = train_chains(view, shapes, types, ctx)
-    if not chains:
+    bpos = {r.nid: k for k, r in enumerate(bwd_plan)}
+    convs = conv_relu_chains(view, types, ctx, bpos)
+    if not chains and not convs:
         return fwd_plan, bwd_plan
     frec = {r.nid: r for r in fwd_plan}
-    bpos = {r.nid: k for k, r in enumerate(bwd_plan)}
-    fwd_at, bwd_at, drop = {}, {}, set()
+    fwd_at, bwd_at, drop, drop_fwd = {}, {}, set(), set()
+    for conv, act in convs:
+        r = _record(make_rec, frec[conv], frec[act])
+        r.fwd = _conv_relu_call(view.nodes[conv].params.num_filter)
+        r.ahead = ('convrelu',)
+        fwd_at[act] = r
+        drop_fwd.add(conv)
     for bn, act in chains:
         mode, lo, hi = _act_mode(view.nodes[act])
         add = view.nodes[bn].op.name == 'elemwise_add'
@@ -180,7 +247,7 @@ def train_plans(view, shapes, types, ctx, fwd_plan, bwd_plan, make_rec):
         r.ahead = ('addrelu',) if add else ('bnact', mode, lo, hi)
         fwd_at[act] = r
         drop.add(bn)
-    fwd = [fwd_at.get(r.nid, r) for r in fwd_plan if r.nid not in drop]
+    fwd = [fwd_at.get(r.nid, r) for r in fwd_plan if r.nid not in drop | drop_fwd]
     bwd = [bwd_at.get(r.nid, r) for r in bwd_plan if r.nid not in drop]
     return fwd, bwd
 
@@ -191,6 +258,12 @@ def ahead_calls(key):
     them on zeros so that their kernels are compiled there."""
     if key[0] == 'addrelu':
         return _add_fwd_call(), _add_bwd_call()
+    if key[0] == 'convrelu':
+        fused = _conv.fused_forward_cpu
+
+        def forward(ctx, p, ins, outs, aux):
+            fused(ctx, p, ins, outs[0], make(p.num_filter), RELU)
+        return forward, get_op('Convolution').compute('cpu')[1]
     mode, lo, hi = key[1:]
     bwd = _bn_act.backward
 
