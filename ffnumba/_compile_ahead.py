@@ -337,6 +337,12 @@ def _try_node(rec, rng, claims):
     return None
 
 
+#: Ops whose training forward keeps what their backward then uses instead of a kernel of
+#: its own (max pooling's positions, :mod:`ffnumba.ops.nn._pool_argmax`): the child runs
+#: the forward before the backward, so it compiles the backward the parent will run.
+FORWARD_FIRST = frozenset(('Pooling',))
+
+
 def _run_node(rec, rng):
     """Run one :func:`_plan_spec` record on zeros (see :func:`main`)."""
     from .context import cpu
@@ -356,6 +362,8 @@ def _run_node(rec, rng):
     og, ins, outs, ig, aux = (_zeros(rec[3]), _zeros(rec[4]), _zeros(rec[5]),
                               _zeros(rec[6]), _zeros(rec[8]))
     reqs = rec[7]
+    if rec[1] in FORWARD_FIRST:     # its backward takes another kernel after a forward
+        direct(fwd, p, ins, outs, aux)(ctx, p, ins, outs, aux)
     try:
         direct(bwd, p, og, ins, outs, ig, reqs, aux)(ctx, p, og, ins, outs, ig, reqs, aux)
     except _Skip:

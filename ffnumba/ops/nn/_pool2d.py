@@ -25,6 +25,9 @@ three row maxima in registers (:func:`_max_fwd3`).
 (1.2x), finding a row's maxima before adding any ``dy``; a separable backward
 carrying each row maximum's index through a scratch plane was 2.5-3x slower.
 
+A training forward of those windows keeps each maximum's position instead
+(:mod:`._pool_argmax`, :func:`keeps_argmax`), and its backward only routes ``dy``.
+
 Average, sum and max pooling with stride 1 whose output plane is the input
 plane (a ``(2p+1) x (2q+1)`` window padded by ``(p, q)``, as Inception's 3x3
 pad-1 branch pooling; ``pooling_convention='same'`` too) run flat shifted
@@ -48,6 +51,7 @@ from numba import njit
 from ...jit import JIT, helper_njit
 from ._conv_par import run_split
 from ._im2col import _valid, buffer
+from ._pool_argmax import STATE_KEY, output_row, whole_columns
 from ._pool_same3 import avg3_fwd, max3_fwd
 
 #: Whether :mod:`.pooling` takes this path where it applies (tests switch it off).
@@ -212,45 +216,6 @@ def max_fwd(xf, yf, dims, g, rm):
             q += np.uint64(OW)
 
 
-@njit(inline='always', **JIT)   # no compile of its own (cold start)
-def _scan(xf, base, rows, cols, W, best, bi):
-    """First strict maximum (value, flat index) of ``rows x cols`` elements from ``base``,
-    continuing from ``(best, bi)``, in row-major order."""
-    for a in range(rows):
-        r = base + np.uint64(a * W)
-        for e in range(cols):
-            i = r + np.uint64(e)
-            v = xf[i]
-            take = v > best
-            best = v if take else best
-            bi = i if take else bi
-    return best, bi
-
-
-@njit(inline='always', **JIT)   # no compile of its own (cold start)
-def _row3(xf, r, lowest, none):
-    """First strict maximum (value, flat index; ``(-inf, none)`` if none) of 3 elements."""
-    v0, v1, v2 = xf[r], xf[r + np.uint64(1)], xf[r + np.uint64(2)]
-    t0 = v0 > lowest
-    b = v0 if t0 else lowest
-    i = r if t0 else none
-    t1 = v1 > b
-    b = v1 if t1 else b
-    i = r + np.uint64(1) if t1 else i
-    t2 = v2 > b
-    b = v2 if t2 else b
-    i = r + np.uint64(2) if t2 else i
-    return b, i
-
-
-@njit(inline='always', **JIT)   # no compile of its own (cold start)
-def _window_max(xf, rowb, ow, SW, PW, KW, W, nr, lowest, none):
-    """Flat index of the first maximum of column ``ow``'s window, ``nr`` rows from ``rowb``."""
-    c0 = max(ow * SW - PW, 0)
-    c1 = min(ow * SW - PW + KW, W)
-    return _scan(xf, np.uint64(rowb + c0), nr, max(c1 - c0, 0), W, lowest, none)[1]
-
-
 @njit(**JIT)
 def max_bwd(xf, dyf, dxf, dims, g, write):
     """Max-pool backward: ``dx (+)= dy`` at each window's first maximum in row-major order
@@ -263,41 +228,36 @@ def max_bwd(xf, dyf, dxf, dims, g, write):
     earlier row, then column); border windows scan their clipped rectangle.
     """
     N, C, D, H, W = dims
-    KH, KW, SH, SW, PH, PW, OH, OW = g[1], g[2], g[4], g[5], g[7], g[8], g[10], g[11]
+    OH, OW = g[10], g[11]
     if write:
         dxf[:] = 0
     none = np.uint64(0xFFFFFFFFFFFFFFFF)
     lowest = xf.dtype.type(-np.inf)
     idx = np.empty(max(OW, 1), np.uint64)
-    owa = min((PW + SW - 1) // SW, OW)         # columns owa..owb: the window inside [0, W)
-    owb = max(min((W - KW + PW) // SW + 1, OW), owa)
-    uw = np.uint64(W)
+    owa, owb = whole_columns(g, W)
     q = np.uint64(0)
     for nc in range(N * C):
-        xb = nc * H * W
         for oh in range(OH):
-            start = oh * SH - PH
-            b0, b1 = max(start, 0), min(start + KH, H)
-            nr = max(b1 - b0, 0)
-            rowb = xb + b0 * W
-            lo, hi = (owa, owb) if nr == 3 and KW == 3 else (OW, OW)
-            for ow in range(OW):        # windows clipped by the border (all but whole 3x3)
-                if ow < lo or ow >= hi:
-                    idx[ow] = _window_max(xf, rowb, ow, SW, PW, KW, W, nr, lowest, none)
-            for ow in range(lo, hi):
-                r = np.uint64(rowb + ow * SW - PW)
-                m0, i0 = _row3(xf, r, lowest, none)
-                m1, i1 = _row3(xf, r + uw, lowest, none)
-                m2, i2 = _row3(xf, r + uw + uw, lowest, none)
-                t = m1 > m0
-                best = m1 if t else m0
-                bi = i1 if t else i0
-                idx[ow] = i2 if m2 > best else bi
+            output_row(xf, nc * H * W, oh, g, H, W, owa, owb, lowest, none, idx)
             for ow in range(OW):
                 bi = idx[ow]
                 if bi != none:
                     dxf[bi] += dyf[q]
                 q += np.uint64(1)
+
+
+def keeps_argmax(ctx, g, dims, mode):
+    """Whether this forward keeps its windows' maximum positions for the backward
+    (:mod:`._pool_argmax`): a training max pooling whose backward :func:`max_bwd` would
+    scan. Otherwise the positions an earlier forward kept are dropped."""
+    state = getattr(ctx, 'state', None)
+    if state is None:
+        return False
+    keep = (ctx.is_train and mode == 0 and applies(g, dims, 0, True)
+            and not _flat_max(g, dims, 0, True))
+    if not keep:
+        state.pop(STATE_KEY, None)
+    return keep
 
 
 def _parts(dims, nt):

@@ -26,9 +26,10 @@ per-dimension rule above is applied here to 2-D and 3-D windows too.
 
 ``global_pool`` pools every spatial position into one (kernel = input size,
 stride 1, no padding). Gradients: max routes the head gradient to the first
-maximum in window order (as MXNet's CPU kernel does); avg spreads
-``g / size`` over the clipped window; sum copies ``g``; lp gives
-``g * (x / out)^(P-1)`` (0 where ``out`` is 0).
+maximum in window order (as MXNet's CPU kernel does; a training forward of 2-D
+windows up to 3x3 keeps those positions for the backward, as MKL-DNN's
+workspace); avg spreads ``g / size`` over the clipped window; sum copies ``g``; lp
+gives ``g * (x / out)^(P-1)`` (0 where ``out`` is 0).
 
 Shapes
 ------
@@ -52,7 +53,7 @@ from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
 from ..registry import OpDef, register_op
 from ..templates import JIT
-from . import _conv_cuda as cc, _pool2d
+from . import _conv_cuda as cc, _pool2d, _pool_argmax as _pa
 from ._im2col import MODES, TABLE_MAX_OW, _table, _valid, as5d
 from ._conv_par import run_split, split_threads
 from ._global_pool import global_backward, global_forward, is_whole_plane
@@ -464,7 +465,6 @@ def _threads(x, backward=False):
 #: Inception-BN 2-3% faster and ran their inference 4-5% faster than 2^19
 #: (fwd) / 2^17 (bwd), which had been chosen on a busy machine; VGG-11 equal.
 PAR_MIN_SIZE = 1 << 15
-
 #: Fewest input elements worth a parallel pooling backward.
 PAR_MIN_SIZE_BWD = 1 << 15
 
@@ -500,7 +500,9 @@ def _forward_cpu(ctx, p, inputs, outputs, aux):
     nt = _threads(x)
     xf, yf, dims = xw.reshape(-1), yw.reshape(-1), as5d(x.shape)
     table = mode == 0 and g[11] < TABLE_MAX_OW
-    if is_whole_plane(g, dims, mode):     # global pooling: one flat loop per plane
+    if _pool2d.keeps_argmax(ctx, g, dims, mode):      # training: positions kept for backward
+        _pa.train_forward(ctx.state, xf, yf, dims, g, nt)
+    elif is_whole_plane(g, dims, mode):     # global pooling: one flat loop per plane
         global_forward(xf, yf, dims, mode, lowest, nt)
     elif _pool2d.applies(g, dims, mode):  # 2-D max (separable), stride-1 same-plane avg/sum
         _pool2d.forward(xf, yf, dims, g, nt, ctx.state, mode, include)
@@ -532,7 +534,10 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
     nt = _threads(x, backward=True)
     xf, yf, dyf, dxf, dims = (x.reshape(-1), y.reshape(-1), dy.reshape(-1), work.reshape(-1),
                               as5d(x.shape))
-    if is_whole_plane(g, dims, mode):
+    if mode == 0 and _pa.stashed_backward(getattr(ctx, 'state', None), dyf, dxf, dims, g,
+                                          write, nt):
+        pass                                     # routed to the forward's kept positions
+    elif is_whole_plane(g, dims, mode):
         global_backward(xf, dyf, dxf, dims, mode, write, nt)
     elif _pool2d.applies(g, dims, mode, backward=True):
         _pool2d.backward(xf, dyf, dxf, dims, g, write, nt, mode, include,

@@ -470,15 +470,16 @@ def test_separable_max_forward_matches_row_sweeps(h, w, kh, kw, sh, sw, ph, pw, 
 def test_separable_max_path_through_the_op(p, dtype, monkeypatch):
     """Through the operator: the _pool2d kernels are taken and give what the general
     kernels give (forward, backward with grad_req='add'), for every float dtype."""
-    from ffnumba.ops.nn import _pool2d
+    from ffnumba.ops.nn import _pool2d, _pool_argmax
     rng = np.random.default_rng(13)
     x = rng.integers(-3, 4, (2, 3, 33, 20)).astype(dtype)      # ties everywhere
     x[0, 0, 0, :3] = np.nan
     head = rng.uniform(-1, 1, (2, 3) + _run(p, x)[0].shape[2:]).astype(dtype)
     calls = []
-    for name in ('max_fwd', 'max_bwd', 'max_same_bwd'):     # p0: same-plane backward
-        real = getattr(_pool2d, name)
-        monkeypatch.setattr(_pool2d, name, lambda *a, real=real: calls.append(1) or real(*a))
+    for mod, name in ((_pool2d, 'max_fwd'), (_pool2d, 'max_bwd'), (_pool2d, 'max_same_bwd'),
+                      (_pool_argmax, 'max_fwd_arg')):  # p0: same-plane; p1, p2 keep argmax
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, real=real: calls.append(1) or real(*a))
     y, dx = _run(p, x, head, 'add', np.ones_like(x))
     assert len(calls) == 2
     monkeypatch.setattr(_pool2d, 'ENABLED', False)
