@@ -304,9 +304,10 @@ def test_a_wrong_backward_reads_declaration_is_caught(op_name, wrong, monkeypatc
     if op_name == 'Convolution':
         net = sym.Convolution(data, num_filter=2, kernel=(2, 2), name='op')
         loc = {'data': np.random.RandomState(0).uniform(-1, 1, (2, 3, 4, 4))}
-    elif op_name == 'Pooling':
-        net = sym.Pooling(data, kernel=(2, 2), pool_type='max', name='op')
-        loc = {'data': np.random.RandomState(0).uniform(-1, 1, (2, 3, 4, 4))}
+    elif op_name == 'Pooling':     # a 4x4 window: smaller 2-D max windows keep the forward's
+        # maximum positions, and their training backward reads no data
+        net = sym.Pooling(data, kernel=(4, 4), pool_type='max', name='op')
+        loc = {'data': np.random.RandomState(0).uniform(-1, 1, (2, 3, 8, 8))}
     else:
         net = sym.SoftmaxOutput(data, sym.Variable('label'), name='op')
         loc = {'data': np.random.RandomState(0).uniform(-1, 1, (4, 3)),
