@@ -62,7 +62,7 @@ from .ops.nn import fully_connected as _fc
 from .ops.nn import _conv_epilogue as _ep
 from .ops.nn._conv_epilogue import AFFINE, CLIP, RELU, make
 
-__all__ = ['FUSE_ENV', 'fusion_enabled', 'exact_epilogue', 'find_chains', 'lives_until',
+__all__ = ['FUSE_ENV', 'fusion_enabled', 'exact_epilogue', 'find_chains', 'readers', 'lives_until',
            'in_place', 'fused_plan']
 
 #: Environment variable: ``0`` turns inference fusion off (read at bind).
@@ -97,6 +97,17 @@ def _activation(node):
     return None
 
 
+def readers(view):
+    """``(heads, uses)`` of a graph: the set of its output entries, and entry -> ``[(node id,
+    input position)]`` of every node reading that entry (the one home of this map for the
+    inference and the training fusions)."""
+    uses = {}
+    for nid, ents in enumerate(view.in_entries):
+        for pos, e in enumerate(ents):
+            uses.setdefault(e, []).append((nid, pos))
+    return set(view.heads), uses
+
+
 def find_chains(view, shapes, types, ctx):
     """The fusable chains of a graph: a list of ``(conv, bn, act)`` node ids.
 
@@ -113,11 +124,7 @@ def find_chains(view, shapes, types, ctx):
     """
     if not host_compute(ctx) or not fusion_enabled():
         return []
-    heads = set(view.heads)
-    uses = {}                   # entry -> [(consumer nid, input position)]
-    for nid, ents in enumerate(view.in_entries):
-        for pos, e in enumerate(ents):
-            uses.setdefault(e, []).append((nid, pos))
+    heads, uses = readers(view)
 
     def sole_consumer(nid):
         """The one node reading ``nid``'s only output as its data, or None."""

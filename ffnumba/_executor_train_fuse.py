@@ -44,7 +44,7 @@ and its gradient are never written. Bit-identical (elementwise, no sums).
 """
 import numpy as np
 
-from ._executor_fuse import fusion_enabled
+from ._executor_fuse import fusion_enabled, readers
 from .ndarray._device import host_compute
 from .ops.nn import _bn_act
 from .ops.nn import convolution as _conv
@@ -69,16 +69,6 @@ def _act_mode(node):
     return None
 
 
-def _readers(view):
-    """``(heads, uses)``: the graph's output entries, and entry -> ``[(node id, input
-    position)]`` of every node reading it."""
-    uses = {}
-    for nid, ents in enumerate(view.in_entries):
-        for pos, e in enumerate(ents):
-            uses.setdefault(e, []).append((nid, pos))
-    return set(view.heads), uses
-
-
 def train_chains(view, shapes, types, ctx):
     """``[(bn, act)]`` node ids of the BatchNorm -> activation pairs that may fuse.
 
@@ -89,7 +79,7 @@ def train_chains(view, shapes, types, ctx):
     """
     if not host_compute(ctx) or not fusion_enabled():
         return []
-    heads, uses = _readers(view)
+    heads, uses = readers(view)
     out = []
     for nid, node in enumerate(view.nodes):
         name = node.op.name if node.op is not None else None
@@ -124,7 +114,7 @@ def conv_relu_chains(view, types, ctx, backward):
     """
     if not host_compute(ctx) or not fusion_enabled():
         return []
-    heads, uses = _readers(view)
+    heads, uses = readers(view)
     out = []
     for nid, node in enumerate(view.nodes):
         if node.op is None or node.op.name != 'Convolution' or nid not in backward:
@@ -273,8 +263,8 @@ def ahead_calls(key):
 
 
 def _record(make_rec, bn, act):
-    """A record with the BatchNorm's node, context, params and inputs, and the
-    activation's outputs."""
+    """A record with the first node's (the BatchNorm's, the sum's or the convolution's)
+    node, context, params, inputs and calls, and the activation's outputs."""
     r = make_rec()
     r.nid, r.name, r.p, r.ctx, r.ins, r.aux = bn.nid, bn.name, bn.p, bn.ctx, bn.ins, bn.aux
     r.outs, r.out_names = act.outs, act.out_names
