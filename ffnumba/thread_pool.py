@@ -13,6 +13,10 @@ they take no CPU while they wait, unlike OpenBLAS's threads, which spin after
 each call. Waking one is a lock release (no queue, future or event per part):
 a fork-join of two empty parts measured 2.6 us against 18 us through
 ``concurrent.futures`` (median, 2-core VM, loaded).
+``FFNUMBA_POOL_SPIN=<microseconds>`` (default 0: off) makes pool threads spin,
+without the GIL, that long after each part before sleeping, and the caller spin
+before it sleeps on the join (``docs/guide/devices.md``): faster fork-joins on
+a machine ffnumba has to itself, CPU taken from any other process.
 
 ``split_range(fn, size)`` cuts a flat range of elements into a few contiguous
 pieces per kernel thread (:func:`kernel_threads`) and runs ``fn(lo, hi)`` on
@@ -30,7 +34,9 @@ import threading
 from concurrent.futures import Future
 
 import numba
-from numba import get_num_threads
+import numpy as np
+from numba import get_num_threads, njit, types
+from numba.core.extending import intrinsic
 
 from .blas_threads import kernel_thread_cap
 
@@ -48,12 +54,75 @@ _LOCAL = threading.local()
 _MAX_THREADS = numba.config.NUMBA_NUM_THREADS
 
 
+@intrinsic
+def _load_acquire(typingctx, arr, i):
+    """``arr[i]`` (int64) read with acquire ordering: a spin loop re-reads it every time."""
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.load_atomic(builder.gep(ary.data, [args[1]]), 'acquire', 8)
+    return types.int64(arr, types.intp), codegen
+
+
+@intrinsic
+def _store_release(typingctx, arr, i, v):
+    """``arr[i] = v`` (int64) with release ordering."""
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        builder.store_atomic(args[2], builder.gep(ary.data, [args[1]]), 'release', 8)
+        return context.get_dummy_value()
+    return types.void(arr, types.intp, types.int64), codegen
+
+
+@njit(nogil=True, cache=True)
+def _spin(flag, slot, value, done, n):
+    """Store ``done`` in ``flag[1]`` when ``done > 0``, then spin (no GIL) up to ``n``
+    iterations until ``flag[slot] == value``; returns whether it saw it."""
+    if done > 0:
+        _store_release(flag, 1, done)
+    for _ in range(n):
+        if _load_acquire(flag, slot) == value:
+            return True
+    return False
+
+
+#: Spin iterations per microsecond on this machine (measured once, on first need).
+_SPIN_RATE = []
+
+
+def spin_iterations():
+    """Iterations of :func:`_spin` in ``FFNUMBA_POOL_SPIN`` microseconds (read now; 0: off)."""
+    try:
+        us = float(os.environ.get('FFNUMBA_POOL_SPIN', '0') or 0)
+    except ValueError:
+        us = 0.0
+    if us <= 0:
+        return 0
+    if not _SPIN_RATE:
+        import time
+        flag = np.zeros(2, np.int64)
+        _spin(flag, 0, 1, 0, 10)
+        t = time.perf_counter()
+        _spin(flag, 0, 1, 0, 1 << 20)
+        _SPIN_RATE.append((1 << 20) / max(1e-3, (time.perf_counter() - t) * 1e6))
+    return max(1, int(us * _SPIN_RATE[0]))
+
+
 class _Worker:
-    """One persistent thread of a pool: sleeps on its own lock until handed a job."""
+    """One persistent thread of a pool: sleeps on its own lock until handed a job.
+
+    With ``FFNUMBA_POOL_SPIN`` (microseconds, read when the worker starts) it
+    first spins that long after each job, without the GIL, on ``flag[0]``
+    (set by :meth:`hand`), and publishes the number (ticket) of the job it
+    finished in ``flag[1]``, which :func:`run_parallel`'s caller spins on
+    before it sleeps on its lock.
+    """
 
     def __init__(self, pool, index):
         self.pool = pool
         self.job = None
+        self.ticket = 0
+        self.flag = np.zeros(2, np.int64)      # [handed a job, ticket of the last job done]
+        self.spins = spin_iterations()
         self.go = threading.Lock()
         self.go.acquire()
         self.thread = threading.Thread(target=self._loop, daemon=True,
@@ -61,17 +130,26 @@ class _Worker:
         self.thread.start()
 
     def hand(self, job):
-        """Give this (idle) worker ``job`` (a callable of no arguments) and wake it."""
+        """Give this (idle) worker ``job`` (a callable of no arguments) and wake it.
+
+        Returns the job's ticket (see :class:`_Worker`).
+        """
+        self.ticket += 1
         self.job = job
+        self.flag[0] = 1          # before the release: the worker resets it after acquiring
         self.go.release()
+        return self.ticket
 
     def _loop(self):
         _LOCAL.pool = self.pool.name
         while True:
             self.go.acquire()                 # blocks: no CPU while idle
-            job, self.job = self.job, None
+            self.flag[0] = 0
+            job, self.job, ticket = self.job, None, self.ticket
             job()
             self.pool.idle.append(self)
+            if self.spins:                    # no GIL while spinning; then the lock
+                _spin(self.flag, 0, 1, ticket, self.spins)
 
 
 class Pool:
@@ -222,11 +300,12 @@ def run_parallel(fn, n, pool='kernel'):
                 last.release()
 
     next(claim)                            # part 0 is this thread's
+    handed = []
     for _ in range(n - 1):
         w = workers.take()
         if w is None:
             break
-        w.hand(parts)
+        handed.append((w, w.hand(parts)))
     try:
         fn(0)
     except BaseException as e:   # noqa: B902 (re-raised below)
@@ -234,6 +313,9 @@ def run_parallel(fn, n, pool='kernel'):
     if next(finished) == n - 1:
         last.release()
     parts()
+    for w, ticket in handed:               # FFNUMBA_POOL_SPIN: spin before sleeping
+        if not w.spins or not _spin(w.flag, 1, ticket, 0, w.spins):
+            break
     last.acquire()                         # every part finished (none left to claim)
     for e in errors:
         if e is not None:

@@ -307,3 +307,60 @@ def test_forked_child_starts_its_own_pool_threads():
     finally:
         os.waitpid(pid, 0)
     assert got == b'ok'
+
+
+def test_spin_kernel_stores_the_ticket_and_sees_the_flag():
+    from ffnumba.thread_pool import _spin
+    flag = np.zeros(2, np.int64)
+    assert not _spin(flag, 0, 1, 7, 1000)          # nobody set flag[0]: gives up
+    assert flag[1] == 7                            # the finished job's ticket, published
+    flag[0] = 1
+    assert _spin(flag, 0, 1, 8, 1 << 30)           # returns at once, not after 2^30 reads
+    assert flag[1] == 8
+    assert _spin(flag, 1, 8, 0, 10) and not _spin(flag, 1, 9, 0, 10)
+    assert flag[1] == 8                            # done = 0 stores nothing
+
+
+def test_spin_iterations_follow_the_variable(monkeypatch):
+    from ffnumba.thread_pool import spin_iterations
+    monkeypatch.delenv('FFNUMBA_POOL_SPIN', raising=False)
+    assert spin_iterations() == 0
+    for off in ('0', '', 'fast'):
+        monkeypatch.setenv('FFNUMBA_POOL_SPIN', off)
+        assert spin_iterations() == 0
+    monkeypatch.setenv('FFNUMBA_POOL_SPIN', '50')
+    n50 = spin_iterations()
+    monkeypatch.setenv('FFNUMBA_POOL_SPIN', '500')
+    assert 0 < n50 < spin_iterations()
+
+
+def test_spinning_pool_splits_correctly_many_times(monkeypatch):
+    """FFNUMBA_POOL_SPIN: workers spin after each job and the caller before it sleeps; every
+    fork-join still runs each part once, on the pool too, and raises the first error."""
+    monkeypatch.setenv('FFNUMBA_POOL_SPIN', '200')
+    pool = get_pool('test_spin', 3)
+    assert all(w.spins > 0 for w in pool.idle)
+    names = set()
+    for rep in range(300):
+        seen = np.zeros(4, np.int64)
+
+        def part(i):
+            seen[i] += 1
+            names.add(threading.current_thread().name)
+            if rep % 50 == 0:
+                time.sleep(0.002)                 # longer than the spin: the lock path
+        run_parallel(part, 4, 'test_spin')
+        assert seen.tolist() == [1, 1, 1, 1]
+    assert any(n.startswith('ffnumba-test_spin') for n in names)
+
+    def bad(i):
+        if i == 2:
+            raise KeyError('two')
+    with pytest.raises(KeyError, match='two'):
+        run_parallel(bad, 3, 'test_spin')
+    end = time.monotonic() + 5
+    def settled():                                # back on the idle list, ticket published
+        return len(pool.idle) == pool.size and all(w.flag[1] == w.ticket for w in pool.idle)
+    while not settled() and time.monotonic() < end:
+        time.sleep(0.001)
+    assert settled()
