@@ -364,3 +364,20 @@ def test_spinning_pool_splits_correctly_many_times(monkeypatch):
     while not settled() and time.monotonic() < end:
         time.sleep(0.001)
     assert settled()
+
+
+def test_fork_join_benchmark_measures_each_spin_setting(monkeypatch):
+    from bench_modules import benchmark_module
+    monkeypatch.setenv('FFNUMBA_POOL_SPIN', '7')
+    fj = benchmark_module('fork_join')
+    res = fj.measure(5, [0, 40], gap_us=2, reps=5)
+    assert sorted(res) == [0, 40]
+    for med, p90, alone in res.values():
+        assert 0 < alone and 0 < med <= p90
+    assert os.environ['FFNUMBA_POOL_SPIN'] == '7'            # the caller's value, restored
+    for name, spinning in (('fork_join_spin40', True), ('fork_join_spin0', False)):
+        pool = get_pool(name, 1)
+        end = time.monotonic() + 5
+        while not pool.idle and time.monotonic() < end:
+            time.sleep(0.001)                     # its worker returns to the idle list
+        assert (pool.idle[0].spins > 0) == spinning
