@@ -76,11 +76,14 @@ def _store_release(typingctx, arr, i, v):
 @njit(nogil=True, cache=True)
 def _spin(flag, slot, value, done, n):
     """Store ``done`` in ``flag[1]`` when ``done > 0``, then spin (no GIL) up to ``n``
-    iterations until ``flag[slot] == value``; returns whether it saw it."""
+    iterations until ``flag[slot] >= value``; returns whether it saw it.
+
+    Tickets only grow, so ``flag[1] >= ticket`` holds once that job is done, even if the
+    worker has finished a later job of the same fork-join since."""
     if done > 0:
         _store_release(flag, 1, done)
     for _ in range(n):
-        if _load_acquire(flag, slot) == value:
+        if _load_acquire(flag, slot) >= value:
             return True
     return False
 
