@@ -7,6 +7,49 @@ import json
 import time
 
 
+def fused_calls():
+    """``[(module, attribute, (label, pass))]``: every fused call an executor binds.
+
+    The one list of them: an inference executor runs ``Convolution -> BatchNorm ->
+    relu`` chains as one call, a training executor ``Convolution -> relu`` forwards
+    (the same call), ``BatchNorm -> relu | clip`` pairs and ``elemwise_add -> relu``
+    pairs (:mod:`ffnumba._executor_train_fuse`, which looks the calls up when an
+    executor is bound). None of them goes through an operator's compute table.
+    """
+    from ffnumba import _executor_train_fuse as tf_mod
+    from ffnumba.ops.nn import _bn_act
+    from ffnumba.ops.nn import _conv_epilogue as ep_mod
+    from ffnumba.ops.nn import convolution as conv_mod
+    return [(conv_mod, 'fused_forward_cpu', ('Convolution+BatchNorm/act (fused)', 'forward')),
+            (ep_mod, 'add_relu_forward', ('elemwise_add+relu (fused)', 'forward')),
+            (tf_mod, 'add_relu_forward', ('elemwise_add+relu (fused)', 'forward')),
+            (_bn_act, 'relu_add_backward', ('elemwise_add+relu (fused)', 'backward')),
+            (_bn_act, 'forward', ('BatchNorm+act (fused)', 'forward')),
+            (_bn_act, 'backward', ('BatchNorm+act (fused)', 'backward'))]
+
+
+def patch_fused(wrap):
+    """Replace every :func:`fused_calls` entry by ``wrap(real, (label, pass))``; bind after.
+
+    Returns
+    -------
+    callable
+        Puts the real calls back.
+    """
+    patched = []
+    for mod, attr, key in fused_calls():
+        real = getattr(mod, attr, None)
+        if real is None:
+            continue
+        patched.append((mod, attr, real))
+        setattr(mod, attr, wrap(real, key))
+
+    def restore():
+        for mod, attr, real in patched:
+            setattr(mod, attr, real)
+    return restore
+
+
 def op_profile(ff, sym, inputs, steps=10, train=True):
     """Share of forward+backward (or inference forward) time per (operator, pass).
 
@@ -52,38 +95,15 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
                 _fn(*args)
                 totals[_key] += time.perf_counter() - tic
             table['cpu'] = timed
-    # an inference executor runs Convolution -> BatchNorm -> relu chains as one fused call
-    from ffnumba.ops.nn import convolution as conv_mod
-    fused = conv_mod.fused_forward_cpu
 
-    def timed_fused(*args):
-        tic = time.perf_counter()
-        fused(*args)
-        totals[('Convolution+BatchNorm/act (fused)', 'forward')] += time.perf_counter() - tic
-    conv_mod.fused_forward_cpu = timed_fused
-    # and elemwise_add -> relu pairs (ResNet's residual sums) as one fused pass; a training
-    # executor also runs BatchNorm -> relu/clip and elemwise_add -> relu as fused calls
-    # (ffnumba._executor_train_fuse binds them when the executor is bound)
-    from ffnumba import _executor_train_fuse as tf_mod
-    from ffnumba.ops.nn import _bn_act
-    from ffnumba.ops.nn import _conv_epilogue as ep_mod
-    patched = []
-    for mod, attr, key in ((ep_mod, 'add_relu_forward', ('elemwise_add+relu (fused)', 'forward')),
-                           (tf_mod, 'add_relu_forward', ('elemwise_add+relu (fused)', 'forward')),
-                           (_bn_act, 'relu_add_backward',
-                            ('elemwise_add+relu (fused)', 'backward')),
-                           (_bn_act, 'forward', ('BatchNorm+act (fused)', 'forward')),
-                           (_bn_act, 'backward', ('BatchNorm+act (fused)', 'backward'))):
-        real = getattr(mod, attr, None)
-        if real is None:
-            continue
-
-        def timed_call(*args, _fn=real, _key=key):
+    def timed_call(fn, key):
+        def call(*args):
             tic = time.perf_counter()
-            _fn(*args)
-            totals[_key] += time.perf_counter() - tic
-        patched.append((mod, attr, real))
-        setattr(mod, attr, timed_call)
+            out = fn(*args)
+            totals[key] += time.perf_counter() - tic
+            return out
+        return call
+    restore = patch_fused(timed_call)
     try:
         exe = sym.simple_bind(ff.cpu(0), grad_req='write' if train else 'null',
                               **{k: v.shape for k, v in inputs.items()})
@@ -102,9 +122,7 @@ def op_profile(ff, sym, inputs, steps=10, train=True):
                 exe.backward()
         whole = time.perf_counter() - tic
     finally:
-        conv_mod.fused_forward_cpu = fused
-        for mod, attr, real in patched:
-            setattr(mod, attr, real)
+        restore()
         for table, fn in saved:
             table['cpu'] = fn
         for op in guarded:

@@ -11,7 +11,9 @@ this thread's own by ``time.thread_time``): ``2t max`` is the busiest thread's
 CPU time, what the call would take on two otherwise idle cores, and ``2t sum``
 all threads' (above ``1t cpu``: work the split adds). ``ratio`` = ``1t cpu`` /
 ``2t max``: near 1, the op runs on one thread; ``lost`` = ``2t max - 1t cpu / 2``
-is what the op keeps from a perfect split. Figures are the minimum over
+is what the op keeps from a perfect split. The calls the executor fuses (a convolution with
+its relu, BatchNorm with its activation, a residual sum with its relu) are timed under
+their fused rows (``benchmarks/_profile.fused_calls``). Figures are the minimum over
 ``--rounds`` steps. Linux only. Prints numbers, asserts nothing. On branchy nets
 the executor's branch schedule runs calls side by side (``benchmarks/branches.py``),
 which mixes the per-operator rows: set ``FFNUMBA_BRANCHES=0`` for them.
@@ -98,6 +100,22 @@ def main():
                 cmax[k] += m
                 csum[k] += s
             table['cpu'] = timed
+    from _profile import patch_fused
+
+    def timed_fused(fn, label):             # fused calls: no operator table (see _profile)
+        def call(*a):
+            k = (label[0], label[1][:3].replace('for', 'fwd').replace('bac', 'bwd'))
+            if args.layers:
+                k += (next((str(tuple(v.shape)) for v in a if isinstance(v, np.ndarray)), ''),)
+            c0, t0 = cpu_times(), time.perf_counter()
+            out = fn(*a)
+            wall[k] += time.perf_counter() - t0
+            m, s = delta(c0, cpu_times())
+            cmax[k] += m
+            csum[k] += s
+            return out
+        return call
+    patch_fused(timed_fused)                # before bind: the executor looks them up there
     mod = ff.mod.Module(sym, context=ff.cpu())
     mod.bind([('data', (args.batch,) + shape)], [('softmax_label', (args.batch,))])
     mod.init_params(ff.init.Xavier(magnitude=2.0))

@@ -31,3 +31,28 @@ def test_fused_training_calls_have_rows_and_are_restored():
     assert rows[-1][0] == '(outside kernels)'
     assert (_bn_act.forward, _bn_act.backward, _bn_act.relu_add_backward,
             tf_mod.add_relu_forward) == before
+
+
+def test_conv_relu_training_forward_has_its_row():
+    x = S.Variable('data')
+    r = S.Activation(S.Convolution(x, num_filter=4, kernel=(3, 3), pad=(1, 1), name='c'),
+                     act_type='relu')
+    net = S.SoftmaxOutput(S.FullyConnected(S.Flatten(r), num_hidden=3), name='softmax')
+    rng = np.random.default_rng(0)
+    rows = _op_profile()(ff, net, {'data': rng.uniform(-1, 1, (2, 2, 8, 8)),
+                                   'softmax_label': np.array([0, 2])}, steps=2)
+    names = {(name, kind) for name, kind, _, _ in rows}
+    assert ('Convolution+BatchNorm/act (fused)', 'forward') in names, names
+    assert ('Convolution', 'forward') not in names          # the relu is its epilogue
+
+
+def test_patch_fused_wraps_every_fused_call_and_restores():
+    prof = benchmark_module('_profile')
+    calls = prof.fused_calls()
+    real = [getattr(m, a) for m, a, _ in calls]
+    seen = []
+    restore = prof.patch_fused(lambda fn, key: seen.append(key) or ('wrapped', fn))
+    assert [getattr(m, a) for m, a, _ in calls] == [('wrapped', fn) for fn in real]
+    assert seen == [key for _, _, key in calls]
+    restore()
+    assert [getattr(m, a) for m, a, _ in calls] == real
