@@ -213,6 +213,14 @@ class Ahead:
             claims.close()
 
 
+def named(nodes, runs):
+    """``runs`` (an executor's forward and backward call records) as the ``(record, op
+    name)`` lists :func:`start` takes; ``nodes``: the graph's nodes (``record.nid`` indexes
+    them; a variable's name is None)."""
+    names = [node.op.name if node.op is not None else None for node in nodes]
+    return tuple([(r, names[r.nid]) for r in run] for run in runs)
+
+
 def start(device_type, fwd, bwd):
     """Start the child for a bound executor's ``fwd`` and ``bwd`` plans, or return None.
 

@@ -283,10 +283,8 @@ class Executor:
         ahead = getattr(self, '_ahead', None)
         if what == 'forward' and is_train and ahead is None:
             # the cold start: a child compiles kernels from the back meanwhile
-            names = [node.op.name if node.op is not None else None for node in self._view.nodes]
             ahead = self._ahead = _compile_ahead.start(
-                self._ctx.device_type, [(r, names[r.nid]) for r in self._runs[0]],
-                [(r, names[r.nid]) for r in self._runs[1]]) or False
+                self._ctx.device_type, *_compile_ahead.named(self._view.nodes, self._runs)) or False
         elif what == 'backward' and ahead:
             ahead.before_backward(getattr(self, '_first_forward_s', 0.0))
         tic = time.perf_counter()

@@ -29,6 +29,7 @@ thread of the pool it runs on. A call made from a thread of the pool it asks
 for runs its parts one after another instead of deadlocking.
 """
 import itertools
+import logging
 import os
 import threading
 from concurrent.futures import Future
@@ -78,6 +79,9 @@ def _spin(flag, slot, value, done, n):
     """Store ``done`` in ``flag[1]`` when ``done > 0``, then spin (no GIL) up to ``n``
     iterations until ``flag[slot] >= value``; returns whether it saw it.
 
+    ``flag``: a worker's int64 array of 2 (``[handed a job, ticket of the last job
+    done]``); ``slot`` 0 or 1; ``value``, ``done``, ``n``: int.
+
     Tickets only grow, so ``flag[1] >= ticket`` holds once that job is done, even if the
     worker has finished a later job of the same fork-join since."""
     if done > 0:
@@ -94,9 +98,12 @@ _SPIN_RATE = []
 
 def spin_iterations():
     """Iterations of :func:`_spin` in ``FFNUMBA_POOL_SPIN`` microseconds (read now; 0: off)."""
+    text = os.environ.get('FFNUMBA_POOL_SPIN', '0').strip() or '0'
     try:
-        us = float(os.environ.get('FFNUMBA_POOL_SPIN', '0') or 0)
+        us = float(text)
     except ValueError:
+        logging.getLogger(__name__).warning(
+            'FFNUMBA_POOL_SPIN=%r is not a number of microseconds: the pool does not spin', text)
         us = 0.0
     if us <= 0:
         return 0

@@ -125,10 +125,7 @@ def test_compile_ahead_child_runs_the_fused_forward(monkeypatch):
     """The cold start's child gets the fused forwards (``'convrelu'``) and runs them."""
     monkeypatch.setenv('FFNUMBA_FUSE', '1')
     exe = inception_like().simple_bind(ff.cpu(), data=(2, 16, 4, 4))
-    fwd, bwd = exe._runs
-    names = [n.op.name if n.op is not None else None for n in exe._view.nodes]
-    spec = _compile_ahead._plan_spec([(r, names[r.nid]) for r in fwd],
-                                     [(r, names[r.nid]) for r in bwd])
+    spec = _compile_ahead._plan_spec(*_compile_ahead.named(exe._view.nodes, exe._runs))
     fused = [rec for rec in spec if isinstance(rec[1], tuple)]
     assert [rec[1] for rec in fused] == [('convrelu',)] * len(FUSED)
     assert sum(rec[1] == 'Convolution' for rec in spec if rec[0] == 'b') == 6

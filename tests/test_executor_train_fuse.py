@@ -260,10 +260,7 @@ def test_compile_ahead_child_runs_the_fused_calls(monkeypatch):
     from ffnumba import _compile_ahead
     monkeypatch.setenv('FFNUMBA_FUSE', '1')
     exe = resnet_like().simple_bind(ff.cpu(), data=(2, 3, 8, 8))
-    fwd, bwd = exe._runs
-    names = [n.op.name if n.op is not None else None for n in exe._view.nodes]
-    spec = _compile_ahead._plan_spec([(r, names[r.nid]) for r in fwd],
-                                     [(r, names[r.nid]) for r in bwd])
+    spec = _compile_ahead._plan_spec(*_compile_ahead.named(exe._view.nodes, exe._runs))
     fused = [rec for rec in spec if isinstance(rec[1], tuple)]
     assert sorted(set(rec[1][0] for rec in fused)) == ['addrelu', 'bnact']
     assert len(fused) == 2 * 5       # 3 BatchNorm -> relu and 2 sums -> relu, both passes

@@ -322,13 +322,17 @@ def test_spin_kernel_stores_the_ticket_and_sees_the_flag():
     assert flag[1] == 8                            # done = 0 stores nothing
 
 
-def test_spin_iterations_follow_the_variable(monkeypatch):
+def test_spin_iterations_follow_the_variable(monkeypatch, caplog):
     from ffnumba.thread_pool import spin_iterations
     monkeypatch.delenv('FFNUMBA_POOL_SPIN', raising=False)
     assert spin_iterations() == 0
-    for off in ('0', '', 'fast'):
+    for off in ('0', '', ' '):
         monkeypatch.setenv('FFNUMBA_POOL_SPIN', off)
         assert spin_iterations() == 0
+    monkeypatch.setenv('FFNUMBA_POOL_SPIN', 'fast')
+    with caplog.at_level('WARNING', logger='ffnumba.thread_pool'):
+        assert spin_iterations() == 0
+    assert "FFNUMBA_POOL_SPIN='fast' is not a number" in caplog.text
     monkeypatch.setenv('FFNUMBA_POOL_SPIN', '50')
     n50 = spin_iterations()
     monkeypatch.setenv('FFNUMBA_POOL_SPIN', '500')
