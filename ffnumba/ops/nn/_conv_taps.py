@@ -29,12 +29,19 @@ convolutions where the tap pairs that reach the input are at most
 input channels (each GEMM's inner dimension). Results equal im2col's up to float
 rounding (the products are summed in another order); an input, weight or
 head gradient holding an inf or NaN runs im2col, whose padded ``0 * inf``
-gives NaN where the skipped pairs give none. By default only calls that run
-on one thread take the taps (:func:`.convolution._use_taps`); with
-``FFNUMBA_CONV_TAPS=2`` split calls do too: several threads split the batch as
-:mod:`._conv_par` does (each thread its own chunks and its own weight gradient,
-summed in thread order) or, for layers wide enough (:func:`by_channels`), the
-filters and input channels.
+gives NaN where the skipped pairs give none.
+
+On several threads the threads split the taps (:func:`tap_sets`), not the batch:
+each GEMM keeps the shape it has on one thread (all the chunk's samples, all
+filters and channels), where a split of the batch or of the filters would halve
+GEMMs that are already small (96-128 rows on a 4x4 plane). Each thread sums its
+taps into a ``Y`` (or ``dX``) of its own, which the last phase adds in thread order;
+each tap's weight gradient is one thread's alone. Measured (2 threads, batch 32,
+float32, one process interleaved, best of 4; ms): 512 -> 512 channels on 4x4
+backward 10.5 against 13.4 (Winograd split by samples) and 11.4 (taps split by
+filters and channels), forward 5.8 against 6.2; 256 -> 512 on 4x4 backward 5.0
+against 6.1; 512 -> 512 on 2x2 backward 2.9 against 3.6, forward 1.5 against 1.7
+(im2col).
 """
 import os
 
@@ -49,28 +56,25 @@ from . import _im2col as ic
 from ._conv_epilogue import apply_block, expand
 from ._conv_par import run_split, split_threads
 
-__all__ = ['applies', 'by_channels', 'enabled', 'threaded', 'reach', 'relayout', 'forward', 'backward',
-           'forward_range', 'backward_range', 'MAX_REACH', 'MIN_CHANNELS', 'SPLIT_MIN_WIDTH']
+__all__ = ['applies', 'enabled', 'reach', 'relayout', 'fold', 'tap_sets', 'split_forward',
+           'forward', 'backward', 'forward_range', 'backward_range', 'MAX_REACH', 'MIN_CHANNELS',
+           'SPLIT_MIN_REUSE']
 
 #: Largest share of im2col's (tap, output) pairs that reach the input for which the
 #: taps run (batch 32, one thread, float32; see :func:`applies`).
 MAX_REACH = 0.72
 #: Fewest input channels: each tap's GEMM has inner dimension C.
 MIN_CHANNELS = 16
-#: Fewest filters and input channels per thread for :func:`by_channels`.
-SPLIT_MIN_WIDTH = 32
 #: Target elements of one chunk's ``X`` plus ``Y`` (or ``dY`` plus ``dX``).
 CHUNK_ELEMS = 1 << 20
+#: Fewest products per weight element (samples times the pairs each tap reaches) for a
+#: forward split over threads to take the taps (:func:`split_forward`).
+SPLIT_MIN_REUSE = 128
 
 
 def enabled():
     """Whether the taps may run: ``FFNUMBA_CONV_TAPS`` is not ``0`` (read per call)."""
     return os.environ.get('FFNUMBA_CONV_TAPS', '1').strip() != '0'
-
-
-def threaded():
-    """Whether calls split over several threads take the taps too: ``FFNUMBA_CONV_TAPS=2``."""
-    return os.environ.get('FFNUMBA_CONV_TAPS', '1').strip() == '2'
 
 
 def reach(i, o, k, p):
@@ -104,41 +108,53 @@ def applies(kernel, stride, pad, dilate, groups, xshape, yshape):
     return pairs <= MAX_REACH * kh * kw * OH * OW
 
 
+def split_forward(kernel, pad, xshape, yshape):
+    """Whether a forward split over threads takes the taps (given :func:`applies`): each
+    weight element is used at least :data:`SPLIT_MIN_REUSE` times. Below that the weight's
+    relayout, a pass over it from memory in a network, costs more than the taps save:
+    512 -> 512 channels of 2x2 at batch 32 (57 uses) ran 0.83-0.86x im2col's speed inside
+    VGG-11 on two threads; GoogLeNet's 5x5 towers on 4x4 (250 uses) gain."""
+    (kh, kw), (ph, pw) = kernel, pad
+    (H, W), (OH, OW) = xshape[2:], yshape[2:]
+    pairs = reach(H, OH, kh, ph) * reach(W, OW, kw, pw)
+    return xshape[0] * pairs >= SPLIT_MIN_REUSE * kh * kw
+
+
 @njit(inline='always', **JIT)   # no compile of its own (cold start)
-def _taps(X, Y, wt, dwt, nb, geo, op, f0, f1, c0, c1):
-    """Every tap's GEMMs on one chunk, on filters ``f0..f1`` or input channels ``c0..c1``:
-    ``op`` 0 ``Y += X Wt[:, f0:f1]^T`` (``Y`` that range's columns), 1 ``X += Y Wt[:, :, c0:c1]``
-    (``X`` that range's columns), 2 ``dWt[:, f0:f1] += Y[:, f0:f1]^T X`` (``X`` ``(H*W*nb, C)``,
-    ``Y`` ``(OH*OW*nb, F)`` unless said)."""
+def _taps(X, Y, wt, dwt, nb, geo, op, sel):
+    """The GEMMs of taps ``sel`` (indices ``kh*KW + kw``, in order) on one chunk: ``op`` 0
+    ``Y += X Wt^T``, 1 ``X += Y Wt``, 2 ``dWt += Y^T X``, 3 ``dWt = Y^T X`` (the first
+    chunk: no zeroing pass) (``X`` ``(H*W*nb, C)``, ``Y`` ``(OH*OW*nb, F)``)."""
     H, W, OH, OW, KH, KW, PH, PW = geo
-    for kh in range(KH):
+    for q in range(sel.shape[0]):
+        k = sel[q]
+        kh, kw = k // KW, k % KW
         oh0, oh1 = max(0, PH - kh), min(OH, H + PH - kh)
-        for kw in range(KW):
-            ow0, ow1 = max(0, PW - kw), min(OW, W + PW - kw)
-            if oh1 <= oh0 or ow1 <= ow0:
-                continue
-            k = kh * KW + kw
-            iw0 = ow0 - PW + kw
-            whole = ow0 == 0 and ow1 == OW and iw0 == 0 and W == OW
-            nrow = 1 if whole else oh1 - oh0
-            m = ((oh1 - oh0) * OW if whole else ow1 - ow0) * nb
-            for r in range(nrow):
-                oh = oh0 + r
-                ya = (oh * OW + ow0) * nb
-                xa = ((oh - PH + kh) * W + iw0) * nb
-                xs, ys = X[xa:xa + m], Y[ya:ya + m]
-                if op == 0:
-                    gemm(1.0, xs, wt[k, f0:f1].T, 1.0, ys)
-                elif op == 1:
-                    gemm(1.0, ys, wt[k, :, c0:c1], 1.0, xs)
-                else:
-                    gemm(1.0, ys[:, f0:f1].T, xs, 1.0, dwt[k, f0:f1])
+        ow0, ow1 = max(0, PW - kw), min(OW, W + PW - kw)
+        if oh1 <= oh0 or ow1 <= ow0:
+            continue
+        iw0 = ow0 - PW + kw
+        whole = ow0 == 0 and ow1 == OW and iw0 == 0 and W == OW
+        nrow = 1 if whole else oh1 - oh0
+        m = ((oh1 - oh0) * OW if whole else ow1 - ow0) * nb
+        for r in range(nrow):
+            oh = oh0 + r
+            ya = (oh * OW + ow0) * nb
+            xa = ((oh - PH + kh) * W + iw0) * nb
+            xs, ys = X[xa:xa + m], Y[ya:ya + m]
+            if op == 0:
+                gemm(1.0, xs, wt[k].T, 1.0, ys)
+            elif op == 1:
+                gemm(1.0, ys, wt[k], 1.0, xs)
+            else:
+                gemm(1.0, ys.T, xs, 0.0 if op == 3 and r == 0 else 1.0, dwt[k])
 
 
 @njit(inline='always', **JIT)   # no compile of its own (cold start)
-def _gather(src, n0, nb, R, P, M):
-    """``M[p*nb + b, r] = src[((n0 + b)*R + r)*P + p]``: an ``(nb, R, P)`` block as rows."""
-    for b in range(nb):
+def _gather(src, n0, nb, b0, b1, R, P, M):
+    """``M[p*nb + b, r] = src[((n0 + b)*R + r)*P + p]`` for ``b`` in ``b0..b1``: samples of an
+    ``(nb, R, P)`` block as rows."""
+    for b in range(b0, b1):
         for r in range(R):
             s = ((n0 + b) * R + r) * P
             for p in range(P):
@@ -146,82 +162,122 @@ def _gather(src, n0, nb, R, P, M):
 
 
 @njit(**JIT)
-def forward_range(xf, dims, wt, y, bias, has_bias, xbuf, ybuf, nbmax, geo, nlo, nhi, f0, f1,
-                  ep, ep_mode):
-    """``y = conv(x, w) (+ bias)`` on samples ``nlo..nhi`` and filters ``f0..f1`` by taps,
-    each output sample followed by the epilogue ``ep_mode`` (:mod:`._conv_epilogue`; 0 none).
+def fwd_gather(xf, dims, X, n0, nb, b0, b1):
+    """Samples ``b0..b1`` of the chunk at ``n0`` into ``X`` (:func:`_gather`)."""
+    _gather(xf, n0, nb, b0, b1, dims[1], dims[2] * dims[3], X)
 
-    ``xf``: flat ``(N, C, H, W)`` (``dims``); ``wt``: ``(KH*KW, F, C)``, ``wt[kh*KW + kw]
-    = w[:, :, kh, kw]``; ``y``: ``(N, F, OH*OW)``; ``xbuf`` / ``ybuf``: scratch of at
-    least ``H*W*nbmax*C`` / ``OH*OW*nbmax*(f1 - f0)`` elements; ``geo``: ``(H, W, OH, OW,
-    KH, KW, PH, PW)``.
-    """
-    C = dims[1]
+
+@njit(**JIT)
+def fwd_taps(X, Y, wt, nb, geo, sel):
+    """``Y = X Wt^T`` summed over taps ``sel`` (``Y`` zeroed first)."""
+    Y[:] = 0
+    _taps(X, Y, wt, wt, nb, geo, 0, sel)
+
+
+@njit(**JIT)
+def fwd_scatter(parts, y, bias, has_bias, n0, nb, b0, b1, ep, ep_mode):
+    """``y[n0 + b] = sum_t parts[t][rows of b] (+ bias)``, the parts added in order, then the
+    epilogue ``ep_mode`` (:mod:`._conv_epilogue`), for ``b`` in ``b0..b1``."""
     F, OP = y.shape[1], y.shape[2]
-    FT = f1 - f0
-    H, W, OH, OW = geo[0], geo[1], geo[2], geo[3]
     if ep is None:              # a plain convolution: numba prunes the epilogue code
         rep = ep
     else:
         rep = expand(ep, F, OP)
-    for n0 in range(nlo, nhi, nbmax):
-        nb = min(nbmax, nhi - n0)
-        X = xbuf[:H * W * nb * C].reshape((H * W * nb, C))
-        Y = ybuf[:OH * OW * nb * FT].reshape((OH * OW * nb, FT))
-        _gather(xf, n0, nb, C, H * W, X)
-        Y[:] = 0
-        _taps(X, Y, wt, wt, nb, geo, 0, f0, f1, 0, C)
-        for b in range(nb):
-            yb = y[n0 + b]
-            for p in range(OP):       # Y's rows read whole; the sample's block stays in cache
-                row = Y[p * nb + b]
-                if has_bias:
-                    for f in range(FT):
-                        yb[f0 + f, p] = row[f] + bias[f0 + f]
-                else:
-                    for f in range(FT):
-                        yb[f0 + f, p] = row[f]
-            if ep is not None:
-                apply_block(yb.reshape(-1), f0 * OP, FT, OP, f0, ep, rep, ep_mode)
+    for b in range(b0, b1):
+        yb = y[n0 + b]
+        for p in range(OP):       # the parts' rows read whole; the sample's block stays in cache
+            r = p * nb + b
+            for f in range(F):
+                v = parts[0, r, f]
+                for t in range(1, parts.shape[0]):
+                    v += parts[t, r, f]
+                yb[f, p] = v + bias[f] if has_bias else v
+        if ep is not None:
+            apply_block(yb.reshape(-1), 0, F, OP, 0, ep, rep, ep_mode)
 
 
 @njit(**JIT)
-def backward_range(xf, dims, wt, dy, dxf, dwt, mode_dx, mode_dw, xbuf, dxbuf, ybuf, nbmax, geo,
-                   nlo, nhi, f0, f1, c0, c1):
-    """Gradients by taps on samples ``nlo..nhi``: ``dx`` of input channels ``c0..c1``
-    (mode 1 write, 2 add, 0 skip) and filters ``f0..f1`` of the weight gradient ``dwt``
-    ``(KH*KW, F, C)`` (written when ``mode_dw``, as :func:`forward_range`'s ``wt``).
+def forward_range(xf, dims, wt, y, bias, has_bias, xbuf, ybuf, nbmax, geo, sel, ep, ep_mode):
+    """``y = conv(x, w) (+ bias)`` by taps on one thread, chunk by chunk, each output sample
+    followed by the epilogue ``ep_mode`` (:mod:`._conv_epilogue`; 0 none).
 
-    ``dy``: flat ``(N, F, OH*OW)``; scratch of at least ``H*W*nbmax*C`` (``xbuf``: ``X``),
-    ``H*W*nbmax*(c1 - c0)`` (``dxbuf``: ``dX``) and ``OH*OW*nbmax*F`` (``ybuf``: ``dY``).
+    ``xf``: flat ``(N, C, H, W)`` (``dims``); ``wt``: ``(KH*KW, F, C)``, ``wt[kh*KW + kw]
+    = w[:, :, kh, kw]``; ``y``: ``(N, F, OH*OW)``; ``xbuf`` / ``ybuf``: scratch of at
+    least ``H*W*nbmax*C`` / ``OH*OW*nbmax*F`` elements; ``geo``: ``(H, W, OH, OW,
+    KH, KW, PH, PW)``; ``sel``: every tap, ``arange(KH*KW)``.
     """
-    C, H, W = dims[1], geo[0], geo[1]
-    F, OH, OW = wt.shape[1], geo[2], geo[3]
-    P, CT = H * W, c1 - c0
+    N, C, F = dims[0], dims[1], y.shape[1]
+    H, W, OH, OW = geo[0], geo[1], geo[2], geo[3]
+    for n0 in range(0, N, nbmax):
+        nb = min(nbmax, N - n0)
+        X = xbuf[:H * W * nb * C].reshape((H * W * nb, C))
+        Y = ybuf[:OH * OW * nb * F].reshape((1, OH * OW * nb, F))
+        fwd_gather(xf, dims, X, n0, nb, 0, nb)
+        fwd_taps(X, Y[0], wt, nb, geo, sel)
+        fwd_scatter(Y, y, bias, has_bias, n0, nb, 0, nb, ep, ep_mode)
+
+
+@njit(**JIT)
+def bwd_gather(xf, dims, dyf, F, OP, X, D, n0, nb, b0, b1, mode_dw):
+    """Samples ``b0..b1`` of the chunk at ``n0``: the head gradient into ``D`` ``(OP*nb, F)``
+    and, for a weight gradient (``mode_dw``), the data into ``X`` (:func:`_gather`)."""
+    _gather(dyf, n0, nb, b0, b1, F, OP, D)
     if mode_dw:
-        dwt[:, f0:f1] = 0
-    for n0 in range(nlo, nhi, nbmax):
-        nb = min(nbmax, nhi - n0)
-        D = ybuf[:OH * OW * nb * F].reshape((OH * OW * nb, F))
-        _gather(dy, n0, nb, F, OH * OW, D)
-        if mode_dw and f1 > f0:
-            X = xbuf[:P * nb * C].reshape((P * nb, C))
-            _gather(xf, n0, nb, C, P, X)
-            _taps(X, D, wt, dwt, nb, geo, 2, f0, f1, 0, C)
-        if mode_dx and c1 > c0:
-            DX = dxbuf[:P * nb * CT].reshape((P * nb, CT))
-            DX[:] = 0
-            _taps(DX, D, wt, dwt, nb, geo, 1, 0, F, c0, c1)
-            for b in range(nb):
-                s = (n0 + b) * C * P
-                for p in range(P):
-                    row = DX[p * nb + b]
-                    if mode_dx == 1:
-                        for c in range(CT):
-                            dxf[s + (c0 + c) * P + p] = row[c]
-                    else:
-                        for c in range(CT):
-                            dxf[s + (c0 + c) * P + p] += row[c]
+        _gather(xf, n0, nb, b0, b1, dims[1], dims[2] * dims[3], X)
+
+
+@njit(**JIT)
+def bwd_taps(X, D, DX, wt, dwt, nb, geo, sel, mode_dx, mode_dw, first):
+    """Taps ``sel`` of one chunk: ``dWt[k] += D^T X`` for each (``mode_dw``; ``=`` on the
+    ``first`` chunk) and ``DX = sum D Wt`` over them (``mode_dx``; ``DX`` zeroed first)."""
+    if mode_dw:
+        _taps(X, D, wt, dwt, nb, geo, 3 if first else 2, sel)
+    if mode_dx:
+        DX[:] = 0
+        _taps(DX, D, wt, dwt, nb, geo, 1, sel)
+
+
+@njit(**JIT)
+def bwd_scatter(parts, dxf, C, P, n0, nb, b0, b1, mode_dx):
+    """``dx[n0 + b]`` (mode 1 write, 2 add) ``= sum_t parts[t][rows of b]``, the parts added in
+    order, for ``b`` in ``b0..b1``."""
+    for b in range(b0, b1):
+        s = (n0 + b) * C * P
+        for p in range(P):
+            r = p * nb + b
+            for c in range(C):
+                v = parts[0, r, c]
+                for t in range(1, parts.shape[0]):
+                    v += parts[t, r, c]
+                if mode_dx == 1:
+                    dxf[s + c * P + p] = v
+                else:
+                    dxf[s + c * P + p] += v
+
+
+@njit(**JIT)
+def backward_range(xf, dims, wt, dyf, dxf, dwt, mode_dx, mode_dw, xbuf, dxbuf, ybuf, nbmax,
+                   geo, sel):
+    """Gradients by taps on one thread: ``dx`` (mode 1 write, 2 add, 0 skip) and the weight
+    gradient ``dwt`` ``(KH*KW, F, C)`` (written when ``mode_dw``, as :func:`forward_range`'s
+    ``wt``), chunk by chunk.
+
+    ``dyf``: flat ``(N, F, OH*OW)``; scratch of at least ``H*W*nbmax*C`` elements (``xbuf``:
+    ``X``; ``dxbuf``: ``dX``) and ``OH*OW*nbmax*F`` (``ybuf``: ``dY``); ``sel``: the taps that
+    reach the input (:func:`tap_sets`; the others' ``dwt`` rows are the caller's to zero).
+    """
+    N, C, H, W = dims[0], dims[1], geo[0], geo[1]
+    F, OP = wt.shape[1], geo[2] * geo[3]
+    P = H * W
+    for n0 in range(0, N, nbmax):
+        nb = min(nbmax, N - n0)
+        D = ybuf[:OP * nb * F].reshape((OP * nb, F))
+        X = xbuf[:P * nb * C].reshape((P * nb, C))
+        DX = dxbuf[:P * nb * C].reshape((1, P * nb, C))
+        bwd_gather(xf, dims, dyf, F, OP, X, D, n0, nb, 0, nb, mode_dw)
+        bwd_taps(X, D, DX[0], wt, dwt, nb, geo, sel, mode_dx, mode_dw, n0 == 0)
+        if mode_dx:
+            bwd_scatter(DX, dxf, C, P, n0, nb, 0, nb, mode_dx)
 
 
 @njit(**JIT)
@@ -239,29 +295,57 @@ def relayout(w3, wt, f0, f1):
                 dst[c] = src[c, k]
 
 
-def by_channels(C, F, nt):
-    """Whether ``nt > 1`` threads split filters and channels (every thread on the whole batch,
-    so each GEMM keeps all its rows) rather than samples: at least :data:`SPLIT_MIN_WIDTH`
-    filters and input channels per thread. On 2x2 planes the batch split halves GEMMs of
-    one output row per sample (2 threads, batch 32: 192 -> 384 channels ran 1.3x slower
-    than on one thread)."""
-    return nt > 1 and min(C, F) >= SPLIT_MIN_WIDTH * nt
+@njit(**JIT)
+def fold(dwt, dw3, f0, f1, add):
+    """``dw3[f, c, k] = dwt[k, f, c]`` (``+=`` when ``add``) for filters ``f0..f1``:
+    :func:`relayout` backwards, one filter's ``C*K`` block (in cache) at a time, from ``K``
+    contiguous rows."""
+    C, K = dw3.shape[1], dw3.shape[2]
+    for f in range(f0, f1):
+        dst = dw3[f]
+        for k in range(K):
+            src = dwt[k, f]
+            if add:
+                for c in range(C):
+                    dst[c, k] += src[c]
+            else:
+                for c in range(C):
+                    dst[c, k] = src[c]
 
 
-def _plan(state, x, F, geo, nt, split, backward=False):
-    """``(nb, xbuf, xsz, dxbuf, dxsz, ybuf, ysz)``: samples per chunk and each thread's scratch
-    (``split``: by filters and channels, each thread's ``y`` / ``dx`` columns only; the
-    ``dx`` scratch for a ``backward`` only). Split by filters and channels, every thread
-    gathers the chunk's whole ``X`` (and ``dY``) itself: ``nt`` copies, small on the
-    planes the taps take."""
+def tap_sets(geo, nt):
+    """The taps each of up to ``nt`` threads runs: a list of int64 arrays of tap indices
+    ``kh*KW + kw`` (ascending), taps that reach no output left out.
+
+    Each tap costs the (tap, output) pairs it reaches; the taps, costliest first, go to
+    the thread with the least cost so far (the lower index on a tie), so the sets depend
+    on the layer and ``nt`` alone and every run sums the same parts in the same order.
+    A 3x3 kernel on a 4x4 plane splits 46:54 over two threads.
+    """
+    H, W, OH, OW, KH, KW, PH, PW = geo
+    cost = []
+    for k in range(KH * KW):
+        kh, kw = divmod(k, KW)
+        rows = min(OH, H + PH - kh) - max(0, PH - kh)
+        cols = min(OW, W + PW - kw) - max(0, PW - kw)
+        cost.append(max(0, rows) * max(0, cols))
+    sets, load = [[] for _ in range(max(1, nt))], [0] * max(1, nt)
+    for k in sorted((k for k in range(KH * KW) if cost[k]), key=lambda k: (-cost[k], k)):
+        t = min(range(len(load)), key=lambda t: (load[t], t))
+        sets[t].append(k)
+        load[t] += cost[k]
+    return [np.array(sorted(s), np.int64) for s in sets if s]
+
+
+def _plan(state, x, F, geo, nt, backward=False):
+    """``(nb, xbuf, dxbuf, ybuf)``: samples per chunk and the scratch: the chunk's ``X`` and
+    ``dY`` (``ybuf`` forward: one ``Y`` per thread) and, backward, one ``dX`` per thread."""
     N, C = x.shape[0], x.shape[1]
     P, OP = geo[0] * geo[1], geo[2] * geo[3]
-    nb = int(max(1, min(N if split else -(-N // nt), CHUNK_ELEMS // (P * C + OP * F))))
-    ft, ct = (-(-F // nt), -(-C // nt)) if split else (F, C)
-    xsz, dxsz, ysz = P * nb * C, P * nb * ct if backward else 1, OP * nb * max(F, ft)
-    return (nb, ic.buffer(state, 'taps_x', nt * xsz, x.dtype), xsz,
-            ic.buffer(state, 'taps_dx', nt * dxsz, x.dtype), dxsz,
-            ic.buffer(state, 'taps_y', nt * ysz, x.dtype), ysz)
+    nb = int(max(1, min(N, CHUNK_ELEMS // (P * C + OP * F))))
+    return (nb, ic.buffer(state, 'taps_x', P * nb * C, x.dtype),
+            ic.buffer(state, 'taps_dx', nt * P * nb * C if backward else 1, x.dtype),
+            ic.buffer(state, 'taps_y', (1 if backward else nt) * OP * nb * F, x.dtype))
 
 
 def _weights(state, w):
@@ -280,87 +364,118 @@ def _geo(x, y, w, pad):
             int(w.shape[2]), int(w.shape[3]), int(pad[0]), int(pad[1]))
 
 
-def _run(part, nt):
-    if nt == 1:
-        part(0)
-        return
+def _chunks(N, nb, nt, phases):
+    """Each chunk of ``nb`` samples through ``phases`` in turn, each phase ``phase(t, n0,
+    nb, b0, b1)`` on ``nt`` threads (``b0..b1``: thread ``t``'s samples of the chunk)."""
     with numba_blas_single_thread():
-        run_split(part, nt)
+        for n0 in range(0, N, nb):
+            m = min(nb, N - n0)
+            for phase in phases:
+                run_split(lambda t, n0=n0, m=m: phase(t, n0, m, m * t // nt, m * (t + 1) // nt),
+                          nt)
 
 
 def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
-    """``y = conv(x, w) + bias`` by taps, on several threads by samples (as :mod:`._conv_par`)
-    or by filters (:func:`by_channels`).
+    """``y = conv(x, w) + bias`` by taps; on several threads, the taps split between them.
 
     ``state``: the op's state (scratch); x ``(N, C, H, W)``; w ``(F, C, KH, KW)``; bias
     ``(F,)`` or None; y ``(N, F, OH, OW)``, written; pad ``(ph, pw)``; ``ep``, ``ep_mode``:
-    an epilogue (:mod:`._conv_epilogue`).
+    an epilogue (:mod:`._conv_epilogue`). Split over threads, each chunk of samples runs
+    three phases: the threads gather the chunk's samples into ``X`` (each its own
+    samples), run their taps' GEMMs into a ``Y`` of their own (:func:`tap_sets`; every
+    GEMM keeps the one-thread shape), and write ``y`` from the sum of the ``Y`` (each its
+    own samples).
     """
-    N, C, F = x.shape[0], x.shape[1], w.shape[0]
+    N, F = x.shape[0], w.shape[0]
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     geo = _geo(x, y, w, pad)
-    nt = split_threads(N)
-    split = by_channels(C, F, nt)
-    nb, xbuf, xsz, _, _, ybuf, ysz = _plan(state, x, F, geo, nt, split)
+    sets = tap_sets(geo, split_threads(N))
+    nt = len(sets)
+    nb, xbuf, _, ybuf = _plan(state, x, F, geo, nt)
     wt = _weights(state, w)
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims, y3 = x.reshape(-1), tuple(int(s) for s in x.shape), y.reshape(N, F, -1)
+    if nt == 1:
+        forward_range(xf, dims, wt, y3, b, has_bias, xbuf, ybuf, nb, geo, sets[0], ep, ep_mode)
+        return
+    P, OP, C = geo[0] * geo[1], geo[2] * geo[3], dims[1]
 
-    def part(t):
-        n0, n1, f0, f1 = ((0, N, F * t // nt, F * (t + 1) // nt) if split else
-                          (N * t // nt, N * (t + 1) // nt, 0, F))
-        forward_range(xf, dims, wt, y3, b, has_bias, xbuf[t * xsz:(t + 1) * xsz],
-                      ybuf[t * ysz:(t + 1) * ysz], nb, geo, n0, n1, f0, f1, ep, ep_mode)
-    _run(part, nt)
+    def gather(t, n0, m, b0, b1):
+        fwd_gather(xf, dims, xbuf[:P * m * C].reshape((P * m, C)), n0, m, b0, b1)
+
+    def taps(t, n0, m, b0, b1):
+        fwd_taps(xbuf[:P * m * C].reshape((P * m, C)),
+                 ybuf[:nt * OP * m * F].reshape((nt, OP * m, F))[t], wt, m, geo, sets[t])
+
+    def scatter(t, n0, m, b0, b1):
+        fwd_scatter(ybuf[:nt * OP * m * F].reshape((nt, OP * m, F)), y3, b, has_bias, n0, m,
+                    b0, b1, ep, ep_mode)
+    _chunks(N, nb, nt, (gather, taps, scatter))
 
 
 def backward(state, x, w, dy, dx, dw, mode_dx, mode_dw, pad):
     """Data and weight gradients of :func:`forward` (modes 0 null, 1 write, 2 add).
 
     ``dx`` ``(N, C, H, W)`` and ``dw`` ``(F, C, KH, KW)`` are only touched when their mode
-    is set (pass None otherwise). Split by samples, each thread's weight gradient (in
-    ``wt``'s layout) is summed in thread order; split by filters and channels, each
-    thread writes its own filters' rows of one. Then it is turned into ``dw``'s layout.
+    is set (pass None otherwise). Split over threads as :func:`forward`: each thread runs
+    its taps, the weight gradient of each of them whole (no sum across threads) and its
+    own part of ``dX``, which the third phase sums in thread order. The weight gradient
+    (in ``wt``'s layout) is then turned into ``dw``'s (:func:`fold`).
     """
     N, C, F = x.shape[0], x.shape[1], w.shape[0]
     x, w, dy = np.ascontiguousarray(x), np.ascontiguousarray(w), np.ascontiguousarray(dy)
     geo = _geo(x, dy, w, pad)
     K = geo[4] * geo[5]
-    nt = split_threads(N)
-    split = by_channels(C, F, nt)
-    nb, xbuf, xsz, dxbuf, dxsz, ybuf, ysz = _plan(state, x, F, geo, nt, split, True)
-    wt = _weights(state, w) if mode_dx else ic.buffer(state, 'taps_w', K * F * C,
-                                                      x.dtype).reshape((K, F, C))
-    nparts = 1 if split else nt
-    parts = ic.buffer(state, 'taps_dw', nparts * K * F * C if mode_dw else 1, x.dtype)
+    sets = tap_sets(geo, split_threads(N))
+    nt = len(sets)
+    nb, xbuf, dxbuf, ybuf = _plan(state, x, F, geo, nt, True)
+    wt = ic.buffer(state, 'taps_w', K * F * C, x.dtype).reshape((K, F, C))
+    dwt = ic.buffer(state, 'taps_dw', K * F * C if mode_dw else 1, x.dtype)
+    dwt = dwt.reshape((K, F, C)) if mode_dw else wt
+    if mode_dw:
+        reached = set(int(k) for s in sets for k in s)
+        for k in range(K):
+            if k not in reached:     # a tap that reaches no output: its gradient is 0
+                dwt[k] = 0
     xf, dims, dyf = x.reshape(-1), tuple(int(s) for s in x.shape), dy.reshape(-1)
     dxf = dx.reshape(-1) if mode_dx else xbuf[:1]
-    psz = K * F * C
-
-    def part(t):
-        if split:
-            n0, n1, f0, f1, c0, c1 = 0, N, F * t // nt, F * (t + 1) // nt, C * t // nt, \
-                C * (t + 1) // nt
-            q = 0
-        else:
-            n0, n1, f0, f1, c0, c1 = N * t // nt, N * (t + 1) // nt, 0, F, 0, C
-            q = t
-        dwt = parts[q * psz:(q + 1) * psz].reshape((K, F, C)) if mode_dw else wt
-        backward_range(xf, dims, wt, dyf, dxf, dwt, mode_dx, mode_dw,
-                       xbuf[t * xsz:(t + 1) * xsz], dxbuf[t * dxsz:(t + 1) * dxsz],
-                       ybuf[t * ysz:(t + 1) * ysz], nb, geo, n0, n1, f0, f1, c0, c1)
-    _run(part, nt)
+    w3, dw3 = w.reshape(F, C, K), (dw if mode_dw else w).reshape(F, C, K)
+    if nt > 1:
+        _split_backward(xf, dims, w3, wt, dyf, dxf, dwt, dw3, mode_dx, mode_dw, xbuf, dxbuf,
+                        ybuf, nb, geo, sets)
+        return
+    if mode_dx:
+        relayout(w3, wt, 0, F)
+    backward_range(xf, dims, wt, dyf, dxf, dwt, mode_dx, mode_dw, xbuf, dxbuf, ybuf, nb, geo,
+                   sets[0])
     if mode_dw:
-        d = parts[:nparts * psz].reshape((nparts, K, F, C))
-        total = d[0]
-        for t in range(1, nparts):
-            total += d[t]           # in thread order: the same sum whichever thread ran a part
-        dw3 = dw.reshape(F, C, K)
+        fold(dwt, dw3, 0, F, mode_dw == 2)
 
-        def fold(lo, hi):           # numpy's copy loops release the GIL: the threads share it
-            if mode_dw == 1:
-                np.copyto(dw3[lo:hi], total[:, lo:hi].transpose(1, 2, 0))
-            else:
-                dw3[lo:hi] += total[:, lo:hi].transpose(1, 2, 0)
-        split_range(fold, F, max(1, SPLIT_MIN_ELEMS // (C * K)), 1)
+
+def _split_backward(xf, dims, w3, wt, dyf, dxf, dwt, dw3, mode_dx, mode_dw, xbuf, dxbuf, ybuf,
+                    nb, geo, sets):
+    """:func:`backward`'s phases per chunk on ``len(sets)`` threads: gather (and, first, the
+    weight's :func:`relayout`), taps, ``dx`` (and, last, the weight gradient's
+    :func:`fold`); each thread its own samples and filters."""
+    N, C, nt = dims[0], dims[1], len(sets)
+    F, P, OP = wt.shape[1], geo[0] * geo[1], geo[2] * geo[3]
+
+    def gather(t, n0, m, b0, b1):
+        if n0 == 0 and mode_dx:
+            relayout(w3, wt, F * t // nt, F * (t + 1) // nt)
+        bwd_gather(xf, dims, dyf, F, OP, xbuf[:P * m * C].reshape((P * m, C)),
+                   ybuf[:OP * m * F].reshape((OP * m, F)), n0, m, b0, b1, mode_dw)
+
+    def taps(t, n0, m, b0, b1):
+        bwd_taps(xbuf[:P * m * C].reshape((P * m, C)), ybuf[:OP * m * F].reshape((OP * m, F)),
+                 dxbuf[:nt * P * m * C].reshape((nt, P * m, C))[t], wt, dwt, m, geo, sets[t],
+                 mode_dx, mode_dw, n0 == 0)
+
+    def scatter(t, n0, m, b0, b1):
+        if mode_dx:
+            bwd_scatter(dxbuf[:nt * P * m * C].reshape((nt, P * m, C)), dxf, C, P, n0, m, b0,
+                        b1, mode_dx)
+        if mode_dw and n0 + m == N:
+            fold(dwt, dw3, F * t // nt, F * (t + 1) // nt, mode_dw == 2)
+    _chunks(N, nb, nt, (gather, taps, scatter))

@@ -42,8 +42,9 @@ variable ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile)
 overrides. Other 2-D stride-1 layers on planes so small that most of im2col's
 (tap, output) pairs fall in the padding (GoogLeNet's 5x5 towers on 4x4 and 2x2
 planes, 3x3 kernels on 2x2 planes) run one GEMM per kernel tap over the outputs
-it reaches (``_conv_taps``), in calls on one thread (``FFNUMBA_CONV_TAPS``: ``0``
-off, ``2`` in calls split over threads too). With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
+it reaches (``_conv_taps``; split over threads, the threads split the taps, and
+such backwards of Winograd's layers on 4x4 planes take the taps too;
+``FFNUMBA_CONV_TAPS=0`` off). With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
 float32 and cast at the edges. An inference executor may run a
 Convolution with the BatchNorm and relu after it as one call
 (:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled shared-memory GEMM
@@ -335,21 +336,28 @@ def _winograd_layer(p, xshape, yshape):
             and wg.faster(xshape, yshape))
 
 
-def _use_taps(p, xshape, yshape, arrays):
+def _use_taps(p, xshape, yshape, arrays, backward=False):
     """Whether the CPU kernels run the layer tap by tap (:mod:`._conv_taps`).
 
     Small planes, where most of im2col's pairs fall in the padding
-    (:func:`_conv_taps.applies`), unless the layer is Winograd's, in calls that
-    run on one thread (one numba thread, or a node the branch schedule runs
-    beside another): split over two threads, the taps scaled worse than im2col
-    (see ``docs/guide/devices.md``). ``FFNUMBA_CONV_TAPS=0`` turns the taps off,
-    ``2`` runs them in split calls too. ``arrays`` holding an inf or NaN run
-    im2col, whose results they match (the padding's ``0 * inf``).
+    (:func:`_conv_taps.applies`), unless the layer is Winograd's. Split over threads, a
+    ``backward`` takes the taps on Winograd's layers too, split by taps (Winograd split by
+    samples runs GEMMs a few columns wide on these planes: 512 channels on 4x4, 2
+    threads, batch 32: 11.9 against 14.2-15.4 ms inside VGG-11; on one thread Winograd is
+    faster, 17.5 against 19.5 ms), and a forward only where each weight element is used
+    often enough (:func:`_conv_taps.split_forward`). ``FFNUMBA_CONV_TAPS=0`` turns the
+    taps off. ``arrays`` holding an inf or NaN run im2col, whose results they match (the
+    padding's ``0 * inf``).
     """
     kernel, stride, pad, dilate = spatial_params(p)
-    return (tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape)
-            and tp.enabled() and (cp.split_threads(xshape[0]) == 1 or tp.threaded())
-            and not _winograd_layer(p, xshape, yshape) and wg.all_finite(*arrays))
+    if not (tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape)
+            and tp.enabled() and wg.all_finite(*arrays)):
+        return False
+    split = cp.split_threads(xshape[0]) > 1
+    if backward:
+        return split or not _winograd_layer(p, xshape, yshape)
+    return (not _winograd_layer(p, xshape, yshape)
+            and (not split or tp.split_forward(kernel, pad, xshape, yshape)))
 
 
 @f16_safe
@@ -473,7 +481,7 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
     x5 = ic.as5d(x.shape)
     nt = cp.split_threads(x5[0])
     w3 = w.reshape(G, F // G, -1)
-    if _use_taps(p, x.shape, dy.shape, (x, w, dy)):
+    if _use_taps(p, x.shape, dy.shape, (x, w, dy), True):
         tp.backward(state, x, w, dy, in_grads[0] if mode_dx else None,
                     in_grads[1] if mode_dw else None, mode_dx, mode_dw, spatial_params(p)[2])
         return

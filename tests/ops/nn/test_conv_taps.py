@@ -14,7 +14,7 @@ from ffnumba.ops.registry import get_op
 from ffnumba.testing import OpCase
 
 from conv_reference import assert_same_results, conv_backward, conv_forward
-from test_winograd import _run, _set_threads
+from test_winograd import _run, _set_threads, assert_table_runs
 
 
 class _Spy:
@@ -27,8 +27,8 @@ class _Spy:
         monkeypatch.setattr(tp, 'backward', lambda *a: (self.calls.append('b'), bwd(*a))[1])
         if force:
             monkeypatch.setattr(tp, 'applies', lambda *a: True)
+            monkeypatch.setattr(tp, 'split_forward', lambda *a: True)
             monkeypatch.setenv('FFNUMBA_CONV_WINOGRAD', '0')
-            monkeypatch.setenv('FFNUMBA_CONV_TAPS', '2')      # split calls too
 
 
 @pytest.fixture
@@ -54,8 +54,7 @@ def _case(draw):
     return dict(n=draw(st.integers(1, 5)), c=draw(st.integers(1, 5)), f=draw(st.integers(1, 5)),
                 h=h, w=w, kernel=(kh, kw), pad=(ph, pw), no_bias=draw(st.booleans()),
                 reqs=[draw(st.sampled_from(['write', 'add', 'null'])) for _ in range(3)],
-                threads=draw(st.sampled_from([1, 2])), chunk=draw(st.sampled_from([1, 1 << 20])),
-                width=draw(st.sampled_from([1, 1 << 20])))
+                threads=draw(st.sampled_from([1, 2])), chunk=draw(st.sampled_from([1, 1 << 20])))
 
 
 @settings(max_examples=40, deadline=None)
@@ -64,7 +63,7 @@ def test_taps_match_numpy(case, dtype):
     """Forward, data and weight gradients (write/add/null) and bias by taps against numpy,
     over kernels of 1-5 by 1-5 with any padding up to the kernel (taps that reach no
     input at all, rectangles of whole rows and of parts of rows), chunks of one sample
-    or the whole batch, one or two threads splitting samples or filters and channels."""
+    or the whole batch, on one thread or two splitting the taps."""
     c = case
     kernel, pad = c['kernel'], c['pad']
     p = dict(kernel=kernel, num_filter=c['f'], pad=pad, no_bias=c['no_bias'])
@@ -82,7 +81,6 @@ def test_taps_match_numpy(case, dtype):
     try:
         spy = _Spy(mp)
         mp.setattr(tp, 'CHUNK_ELEMS', c['chunk'])
-        mp.setattr(tp, 'SPLIT_MIN_WIDTH', c['width'])    # 1: two threads split filters
         y, grads = _run(p, vals, head, reqs, init, dtype)
     finally:
         mp.undo()
@@ -110,16 +108,9 @@ class TestConvolutionTaps(OpCase):
     def reference(self, p, data, weight, bias=None):
         return [conv_forward(data, weight, bias, p['kernel'], (), p['pad'], (), 1)]
 
-    def test_rule_takes_taps(self, monkeypatch, one_thread):
+    def test_rule_takes_taps(self, monkeypatch):
         """Every table case runs the tap drivers through an executor."""
-        spy = _Spy(monkeypatch, force=False)
-        for p in self.params:
-            for s in self.shapes:
-                spy.calls.clear()
-                ex = self.make_symbol(p).simple_bind(ff.cpu(), grad_req='write', **s)
-                ex.forward(is_train=True)
-                ex.backward([ff.nd.ones(ex.outputs[0].shape)])
-                assert spy.calls == ['f', 'b'], (p, s, spy.calls)
+        assert_table_runs(self, _Spy(monkeypatch, force=False))
 
 
 @pytest.mark.parametrize('kernel, pad, xshape, yshape, expect', [
@@ -216,12 +207,10 @@ def test_float64_gradients_of_a_float32_layer(monkeypatch, one_thread):
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 def test_fused_inference_is_bitwise_the_unfused_one(monkeypatch, dtype, threads):
     """Convolution -> BatchNorm -> relu bound for inference (``FFNUMBA_FUSE=exact``) runs
-    the taps with the epilogue, bit for bit the unfused chain; on two threads
-    (``FFNUMBA_CONV_TAPS=2``) each thread's filters with their own BatchNorm rows."""
+    the taps with the epilogue, bit for bit the unfused chain; on two threads the
+    epilogue runs on the sum of the threads' taps."""
     spy = _Spy(monkeypatch, force=False)
-    if threads == 2:
-        monkeypatch.setenv('FFNUMBA_CONV_TAPS', '2')
-        monkeypatch.setattr(tp, 'SPLIT_MIN_WIDTH', 1)
+    monkeypatch.setattr(tp, 'SPLIT_MIN_REUSE', 1)     # 5 samples of 2x2: split forward too
     before = _set_threads(threads)
     monkeypatch.setattr(tp, 'split_threads', lambda n, t=threads: min(n, t))
     try:
@@ -257,31 +246,46 @@ def test_relayout_puts_taps_first():
     np.testing.assert_array_equal(wt, w.reshape(2, 3, 20).transpose(2, 0, 1))
 
 
-def test_split_calls_run_im2col_unless_asked(monkeypatch):
-    """A call that splits over two threads runs im2col by default and the taps with
-    ``FFNUMBA_CONV_TAPS=2``; a call on one thread runs the taps either way."""
+def test_rule_on_split_calls(monkeypatch):
+    """Calls split over two threads take the taps as calls on one thread do, forwards only
+    where each weight element is used at least SPLIT_MIN_REUSE times (batch 32: GoogLeNet's
+    5x5 on 4x4, 251 uses; not 3x3 on 2x2, 57); a split backward takes them on Winograd's
+    4x4 layers too (their forward, and everything on one thread, stays Winograd's).
+    ``FFNUMBA_CONV_TAPS=0`` runs none."""
     from ffnumba.ops.nn import convolution as conv_mod
-    p, vals, head, init = _layer()
-    params = get_op('Convolution').parse_params(p)
-    shapes = (vals[0].shape, head.shape, (vals[0], vals[1]))
+    op = get_op('Convolution')
+    five = op.parse_params(dict(kernel=(5, 5), num_filter=64, pad=(2, 2)))
+    three = op.parse_params(dict(kernel=(3, 3), num_filter=512, pad=(1, 1)))
+    layers = [(five, (32, 32, 4, 4), (32, 64, 4, 4), 'taps'),
+              (three, (32, 512, 2, 2), (32, 512, 2, 2), 'few uses'),
+              (three, (32, 512, 4, 4), (32, 512, 4, 4), 'winograd')]
+    monkeypatch.delenv('FFNUMBA_CONV_WINOGRAD', raising=False)
     for nt in (1, 2):
         monkeypatch.setattr(conv_mod.cp, 'split_threads', lambda n, nt=nt: nt)
-        for env, want in (('1', nt == 1), ('2', True), ('0', False)):
+        for env in ('1', '0'):
             monkeypatch.setenv('FFNUMBA_CONV_TAPS', env)
-            assert conv_mod._use_taps(params, *shapes) is want, (nt, env)
+            for params, xs, ys, kind in layers:
+                arrays = (np.zeros(xs, np.float32), np.zeros((ys[1], xs[1], 3, 3), np.float32))
+                for backward in (False, True):
+                    want = env == '1' and {
+                        'taps': True, 'few uses': backward or nt == 1,
+                        'winograd': backward and nt == 2}[kind]
+                    got = conv_mod._use_taps(params, xs, ys, arrays, backward)
+                    assert got is want, (nt, env, kind, backward)
+    assert tp.split_forward((5, 5), (2, 2), (32, 32, 4, 4), (32, 64, 4, 4))
+    assert not tp.split_forward((5, 5), (2, 2), (16, 32, 4, 4), (16, 64, 4, 4))     # 125
 
 
-@pytest.mark.parametrize('width', [1, 1 << 20])
 @pytest.mark.parametrize('kernel, pad, hw', [((5, 5), (2, 2), 4), ((3, 3), (1, 1), 2),
                                              ((5, 3), (2, 1), 3)])
 @pytest.mark.parametrize('req', ['write', 'add'])
-def test_two_threads_on_real_sizes(monkeypatch, kernel, pad, hw, width, req):
+def test_two_threads_on_real_sizes(monkeypatch, kernel, pad, hw, req):
     """Layers large enough for the two threads' pieces to sit side by side in memory
-    (12 samples, 40 -> 48 channels), split by samples (``width`` large) or by filters and
-    channels (``width`` 1), against numpy in float64: a thread writing another's scratch,
-    rows or columns shows up here."""
-    monkeypatch.setenv('FFNUMBA_CONV_TAPS', '2')
-    monkeypatch.setattr(tp, 'SPLIT_MIN_WIDTH', width)
+    (12 samples, 40 -> 48 channels), the taps split over two threads, in chunks of 5
+    samples, against numpy in float64: a thread writing another's scratch, rows or
+    columns shows up here."""
+    monkeypatch.setattr(tp, 'CHUNK_ELEMS', 5 * 40 * hw * hw + 5 * 48 * hw * hw)
+    monkeypatch.setattr(tp, 'SPLIT_MIN_REUSE', 1)     # 12 samples: split forward too
     monkeypatch.setattr(tp, 'split_threads', lambda n: min(n, 2))
     spy = _Spy(monkeypatch, force=False)
     rng = np.random.default_rng(11)
@@ -304,8 +308,45 @@ def test_two_threads_on_real_sizes(monkeypatch, kernel, pad, hw, width, req):
         np.testing.assert_allclose(g, r + (i0 if req == 'add' else 0), rtol=1e-10, atol=1e-10)
 
 
-def test_by_channels_threshold():
-    """Two threads split filters and channels from 64 of each (32 per thread)."""
-    assert tp.by_channels(64, 64, 2) and tp.by_channels(512, 384, 2)
-    assert not tp.by_channels(63, 64, 2) and not tp.by_channels(64, 63, 2)
-    assert not tp.by_channels(512, 512, 1) and tp.by_channels(96, 96, 3)
+def test_tap_sets():
+    """Every tap that reaches an output goes to exactly one thread, the costliest first to
+    the least loaded: 3x3 on 4x4 over two threads 46:54 pairs; taps that reach nothing
+    (a 5x5 kernel padded by 4 on a 1x1 plane reaches with its centre alone) go nowhere;
+    more threads than taps give fewer sets."""
+    geo = (4, 4, 4, 4, 3, 3, 1, 1)
+    sets = tp.tap_sets(geo, 2)
+    assert sorted(np.concatenate(sets).tolist()) == list(range(9))
+    cost = [9, 12, 9, 12, 16, 12, 9, 12, 9]
+    assert sorted(sum(cost[k] for k in s) for s in sets) == [46, 54]
+    assert all(s.dtype == np.int64 and list(s) == sorted(s) for s in sets)
+    assert [list(s) for s in tp.tap_sets(geo, 1)] == [list(range(9))]
+    assert [list(s) for s in tp.tap_sets((1, 1, 1, 1, 5, 5, 2, 2), 2)] == [[12]]
+    assert len(tp.tap_sets((2, 2, 2, 2, 3, 3, 1, 1), 16)) == 9
+
+
+def test_weight_gradient_of_split_taps_is_bitwise_one_threads(monkeypatch):
+    """Each tap's weight gradient is one thread's, in the same GEMMs: two threads give one
+    thread's weight gradient bit for bit, over several chunks; the forward and data
+    gradient sum the threads' parts, equal to rounding."""
+    rng = np.random.default_rng(5)
+    vals = [rng.uniform(-1, 1, (9, 24, 4, 4)).astype(np.float32),
+            rng.uniform(-1, 1, (20, 24, 3, 3)).astype(np.float32),
+            rng.uniform(-1, 1, 20).astype(np.float32)]
+    head = rng.uniform(-1, 1, (9, 20, 4, 4)).astype(np.float32)
+    monkeypatch.setattr(tp, 'CHUNK_ELEMS', 4 * (24 + 20) * 16)        # chunks of 4, 4, 1
+    monkeypatch.setattr(tp, 'SPLIT_MIN_REUSE', 1)     # 9 samples: split forward too
+    monkeypatch.setenv('FFNUMBA_CONV_WINOGRAD', '0')
+    spy = _Spy(monkeypatch, force=False)
+    out = {}
+    for n in (1, 2):
+        monkeypatch.setattr(tp, 'split_threads', lambda m, n=n: min(m, n))
+        before = _set_threads(n)
+        try:
+            out[n] = _run(dict(kernel=(3, 3), num_filter=20, pad=(1, 1)), vals, head,
+                          ['write'] * 3, [np.zeros_like(v) for v in vals], 'float32')
+        finally:
+            _set_threads(before)
+    assert spy.calls == ['f', 'b'] * 2
+    np.testing.assert_array_equal(out[1][1][1], out[2][1][1])
+    np.testing.assert_allclose(out[1][0], out[2][0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1][1][0], out[2][1][0], rtol=1e-5, atol=1e-5)

@@ -161,17 +161,22 @@ def test_non_finite_values_as_im2col(monkeypatch, where, value):
     ((4, 3, 32, 32), 8, []),                         # 3-channel stem: im2col
 ])
 def test_dispatch_rule(monkeypatch, xshape, nf, expect):
-    """With the variable unset, the rule's tiles run through an executor (forward, backward)."""
+    """With the variable unset, the rule's tiles run through an executor (forward, backward)
+    on one thread (on two, the 4x4 output's backward splits by taps)."""
     import ffnumba as ff
     monkeypatch.delenv('FFNUMBA_CONV_WINOGRAD', raising=False)
     spy = _TileSpy(monkeypatch, force=False)
     sym = ff.sym.Convolution(ff.sym.Variable('data'), kernel=(3, 3), num_filter=nf,
                              pad=(1, 1), name='c')
-    ex = sym.simple_bind(ff.cpu(), grad_req='write', data=xshape)
-    for a in ex.arg_arrays:
-        a[:] = 0.5
-    ex.forward(is_train=True)
-    ex.backward([ff.nd.ones(ex.outputs[0].shape)])
+    before = _set_threads(1)
+    try:
+        ex = sym.simple_bind(ff.cpu(), grad_req='write', data=xshape)
+        for a in ex.arg_arrays:
+            a[:] = 0.5
+        ex.forward(is_train=True)
+        ex.backward([ff.nd.ones(ex.outputs[0].shape)])
+    finally:
+        _set_threads(before)
     assert spy.calls == expect, spy.calls
     yshape = xshape[:1] + (nf,) + xshape[2:]
     on = wg.faster(xshape, yshape)
