@@ -320,6 +320,7 @@ def test_tap_sets():
     assert sorted(sum(cost[k] for k in s) for s in sets) == [46, 54]
     assert all(s.dtype == np.int64 and list(s) == sorted(s) for s in sets)
     assert [list(s) for s in tp.tap_sets(geo, 1)] == [list(range(9))]
+    assert tp.tap_sets(geo, 2) is sets          # cached per layer
     assert [list(s) for s in tp.tap_sets((1, 1, 1, 1, 5, 5, 2, 2), 2)] == [[12]]
     assert len(tp.tap_sets((2, 2, 2, 2, 3, 3, 1, 1), 16)) == 9
 
