@@ -47,10 +47,11 @@ if sys.argv[1] == 'train':
     mod.forward_backward(batch)
     mod.update()
     assert np.isfinite(mod.get_outputs()[0].asnumpy()).all()
-if sys.argv[1] == 'conv':      # a Winograd-eligible layer, forward and backward (tile 2)
+if sys.argv[1] == 'conv':      # a Winograd-eligible layer, forward and backward (tile 2);
+    # 6x6, not 4x4: a 4x4 plane's backward split over threads runs the taps
     s = ff.sym.Convolution(ff.sym.Variable('data'), num_filter=16, kernel=(3, 3), pad=(1, 1),
                            name='c')
-    exe = s.simple_bind(ff.cpu(), data=(2, 16, 4, 4))
+    exe = s.simple_bind(ff.cpu(), data=(2, 16, 6, 6))
     for name, arr in exe.arg_dict.items():
         arr[:] = np.random.default_rng(0).uniform(-1, 1, arr.shape).astype(np.float32)
     exe.forward(is_train=True)
