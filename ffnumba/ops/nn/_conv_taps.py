@@ -36,12 +36,11 @@ each GEMM keeps the shape it has on one thread (all the chunk's samples, all
 filters and channels), where a split of the batch or of the filters would halve
 GEMMs that are already small (96-128 rows on a 4x4 plane). Each thread sums its
 taps into a ``Y`` (or ``dX``) of its own, which the last phase adds in thread order;
-each tap's weight gradient is one thread's alone. Measured (2 threads, batch 32,
-float32, one process interleaved, best of 4; ms): 512 -> 512 channels on 4x4
-backward 10.5 against 13.4 (Winograd split by samples) and 11.4 (taps split by
-filters and channels), forward 5.8 against 6.2; 256 -> 512 on 4x4 backward 5.0
-against 6.1; 512 -> 512 on 2x2 backward 2.9 against 3.6, forward 1.5 against 1.7
-(im2col).
+each tap's weight gradient is one thread's alone. Measured inside VGG-11 (2 threads,
+batch 32, float32, ``benchmarks/net_ops.py``; ms): the backward of 512 -> 512 channels
+on 4x4 11.9 against 14.2-15.4 (Winograd split by samples), 256 -> 512 on 4x4 6.1-6.2
+against 7.2-7.3, 512 -> 512 on 2x2 3.4-3.8 against 4.0 (im2col). Which calls take the
+taps: ``convolution._use_taps`` and :func:`split_forward`.
 """
 import functools
 import os
