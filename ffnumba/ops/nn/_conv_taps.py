@@ -50,7 +50,6 @@ from numba import njit
 
 from ...blas_threads import numba_blas_single_thread
 from ...jit import JIT
-from ...thread_pool import SPLIT_MIN_ELEMS, split_range
 from .._gemm import gemm
 from . import _im2col as ic
 from ._conv_epilogue import apply_block, expand
@@ -77,12 +76,22 @@ def enabled():
     return os.environ.get('FFNUMBA_CONV_TAPS', '1').strip() != '0'
 
 
-def reach(i, o, k, p):
-    """``(tap, output)`` pairs along one dim that land inside an input of size ``i``.
+def _span(i, o, p, t):
+    """Outputs along one dim that tap ``t`` reaches inside an input of size ``i``: output
+    ``o_`` and tap ``t`` read input ``o_ - p + t`` (stride 1, dilation 1)."""
+    return max(0, min(o, i + p - t) - max(0, p - t))
 
-    Output ``o_`` and tap ``t`` read input ``o_ - p + t`` (stride 1, dilation 1).
-    """
-    return sum(max(0, min(o, i + p - t) - max(0, p - t)) for t in range(k))
+
+def reach(i, o, k, p):
+    """``(tap, output)`` pairs along one dim that land inside an input of size ``i``."""
+    return sum(_span(i, o, p, t) for t in range(k))
+
+
+def _pairs(kernel, pad, xshape, yshape):
+    """``(tap, output)`` pairs of a 2-D layer that reach its input (per sample)."""
+    (kh, kw), (ph, pw) = kernel, pad
+    (H, W), (OH, OW) = xshape[2:], yshape[2:]
+    return reach(H, OH, kh, ph) * reach(W, OW, kw, pw)
 
 
 def applies(kernel, stride, pad, dilate, groups, xshape, yshape):
@@ -102,10 +111,8 @@ def applies(kernel, stride, pad, dilate, groups, xshape, yshape):
     if (len(xshape) != 4 or tuple(stride) != (1, 1) or tuple(dilate) != (1, 1) or groups != 1
             or xshape[1] < MIN_CHANNELS):
         return False
-    (kh, kw), (ph, pw) = kernel, pad
-    (H, W), (OH, OW) = xshape[2:], yshape[2:]
-    pairs = reach(H, OH, kh, ph) * reach(W, OW, kw, pw)
-    return pairs <= MAX_REACH * kh * kw * OH * OW
+    return (_pairs(kernel, pad, xshape, yshape)
+            <= MAX_REACH * kernel[0] * kernel[1] * yshape[2] * yshape[3])
 
 
 def split_forward(kernel, pad, xshape, yshape):
@@ -114,10 +121,8 @@ def split_forward(kernel, pad, xshape, yshape):
     relayout, a pass over it from memory in a network, costs more than the taps save:
     512 -> 512 channels of 2x2 at batch 32 (57 uses) ran 0.83-0.86x im2col's speed inside
     VGG-11 on two threads; GoogLeNet's 5x5 towers on 4x4 (250 uses) gain."""
-    (kh, kw), (ph, pw) = kernel, pad
-    (H, W), (OH, OW) = xshape[2:], yshape[2:]
-    pairs = reach(H, OH, kh, ph) * reach(W, OW, kw, pw)
-    return xshape[0] * pairs >= SPLIT_MIN_REUSE * kh * kw
+    uses = xshape[0] * _pairs(kernel, pad, xshape, yshape)
+    return uses >= SPLIT_MIN_REUSE * kernel[0] * kernel[1]
 
 
 @njit(inline='always', **JIT)   # no compile of its own (cold start)
@@ -209,7 +214,8 @@ def forward_range(xf, dims, wt, y, bias, has_bias, xbuf, ybuf, nbmax, geo, sel, 
     ``xf``: flat ``(N, C, H, W)`` (``dims``); ``wt``: ``(KH*KW, F, C)``, ``wt[kh*KW + kw]
     = w[:, :, kh, kw]``; ``y``: ``(N, F, OH*OW)``; ``xbuf`` / ``ybuf``: scratch of at
     least ``H*W*nbmax*C`` / ``OH*OW*nbmax*F`` elements; ``geo``: ``(H, W, OH, OW,
-    KH, KW, PH, PW)``; ``sel``: every tap, ``arange(KH*KW)``.
+    KH, KW, PH, PW)``; ``sel``: the taps that reach the input (:func:`tap_sets` on one
+    thread).
     """
     N, C, F = dims[0], dims[1], y.shape[1]
     H, W, OH, OW = geo[0], geo[1], geo[2], geo[3]
@@ -322,8 +328,8 @@ def fold(dwt, dw3, f0, f1, add):
 
 @functools.lru_cache(maxsize=256)
 def tap_sets(geo, nt):
-    """The taps each of up to ``nt`` threads runs: a list of int64 arrays of tap indices
-    ``kh*KW + kw`` (ascending), taps that reach no output left out.
+    """The taps each of up to ``nt`` threads runs: a tuple of int64 arrays of tap indices
+    ``kh*KW + kw`` (ascending), one per thread with work, taps that reach no output left out.
 
     Each tap costs the (tap, output) pairs it reaches; the taps, costliest first, go to
     the thread with the least cost so far (the lower index on a tie), so the sets depend
@@ -332,12 +338,7 @@ def tap_sets(geo, nt):
     arrays are shared: read only).
     """
     H, W, OH, OW, KH, KW, PH, PW = geo
-    cost = []
-    for k in range(KH * KW):
-        kh, kw = divmod(k, KW)
-        rows = min(OH, H + PH - kh) - max(0, PH - kh)
-        cols = min(OW, W + PW - kw) - max(0, PW - kw)
-        cost.append(max(0, rows) * max(0, cols))
+    cost = [_span(H, OH, PH, k // KW) * _span(W, OW, PW, k % KW) for k in range(KH * KW)]
     sets, load = [[] for _ in range(max(1, nt))], [0] * max(1, nt)
     for k in sorted((k for k in range(KH * KW) if cost[k]), key=lambda k: (-cost[k], k)):
         t = min(range(len(load)), key=lambda t: (load[t], t))
@@ -355,17 +356,6 @@ def _plan(state, x, F, geo, nt, backward=False):
     return (nb, ic.buffer(state, 'taps_x', P * nb * C, x.dtype),
             ic.buffer(state, 'taps_dx', nt * P * nb * C if backward else 1, x.dtype),
             ic.buffer(state, 'taps_y', (1 if backward else nt) * OP * nb * F, x.dtype))
-
-
-def _weights(state, w):
-    """``wt`` ``(KH*KW, F, C)`` with ``wt[kh*KW + kw] = w[:, :, kh, kw]`` (scratch), the
-    filters cut over the kernel threads."""
-    F, C = w.shape[0], w.shape[1]
-    K = w.shape[2] * w.shape[3]
-    wt = ic.buffer(state, 'taps_w', K * F * C, w.dtype).reshape((K, F, C))
-    w3 = w.reshape(F, C, K)
-    split_range(lambda lo, hi: relayout(w3, wt, lo, hi), F, max(1, SPLIT_MIN_ELEMS // (C * K)), 1)
-    return wt
 
 
 def _geo(x, y, w, pad):
@@ -391,26 +381,31 @@ def forward(state, x, w, bias, y, pad, ep=None, ep_mode=0):
     ``(F,)`` or None; y ``(N, F, OH, OW)``, written; pad ``(ph, pw)``; ``ep``, ``ep_mode``:
     an epilogue (:mod:`._conv_epilogue`). Split over threads, each chunk of samples runs
     three phases: the threads gather the chunk's samples into ``X`` (each its own
-    samples), run their taps' GEMMs into a ``Y`` of their own (:func:`tap_sets`; every
-    GEMM keeps the one-thread shape), and write ``y`` from the sum of the ``Y`` (each its
-    own samples).
+    samples; first, each its filters of the weight's :func:`relayout`), run their taps'
+    GEMMs into a ``Y`` of their own (:func:`tap_sets`; every GEMM keeps the one-thread
+    shape), and write ``y`` from the sum of the ``Y`` (each its own samples).
     """
-    N, F = x.shape[0], w.shape[0]
+    N, C, F = x.shape[0], x.shape[1], w.shape[0]
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     geo = _geo(x, y, w, pad)
+    K = geo[4] * geo[5]
     sets = tap_sets(geo, split_threads(N))
     nt = len(sets)
     nb, xbuf, _, ybuf = _plan(state, x, F, geo, nt)
-    wt = _weights(state, w)
+    w3 = w.reshape(F, C, K)
+    wt = ic.buffer(state, 'taps_w', K * F * C, w.dtype).reshape((K, F, C))
     has_bias = bias is not None
     b = bias if has_bias else w.reshape(-1)
     xf, dims, y3 = x.reshape(-1), tuple(int(s) for s in x.shape), y.reshape(N, F, -1)
     if nt == 1:
+        relayout(w3, wt, 0, F)
         forward_range(xf, dims, wt, y3, b, has_bias, xbuf, ybuf, nb, geo, sets[0], ep, ep_mode)
         return
-    P, OP, C = geo[0] * geo[1], geo[2] * geo[3], dims[1]
+    P, OP = geo[0] * geo[1], geo[2] * geo[3]
 
     def gather(t, n0, m, b0, b1):
+        if n0 == 0:
+            relayout(w3, wt, F * t // nt, F * (t + 1) // nt)
         fwd_gather(xf, dims, xbuf[:P * m * C].reshape((P * m, C)), n0, m, b0, b1)
 
     def taps(t, n0, m, b0, b1):
