@@ -150,10 +150,15 @@ def main():
                     help="time with this thread's CPU time instead of the wall clock")
     ap.add_argument('--best', action='store_true',
                     help='report the fastest repeat instead of the median (ours and MXNet)')
-    ap.add_argument('--ops', default=','.join(OPS), help='operators to time (comma list)')
+    ap.add_argument('--ops', default=','.join(OPS),
+                    help='operators to time (comma list of %s)' % ', '.join(OPS))
     ap.add_argument('--mxnet', metavar='PYTHON',
                     help='also time each layer in MXNet 1.9.1 run by this interpreter')
     args = ap.parse_args()
+    unknown = sorted(set(args.ops.split(',')) - set(OPS))
+    if unknown:        # one data input each: a Concat or elemwise_add is not timed alone
+        ap.error('--ops: %s not timed by this script (one of %s)'
+                 % (', '.join(unknown), ', '.join(OPS)))
     global CLOCK, STAT
     if args.cpu_time:
         CLOCK = time.thread_time

@@ -57,6 +57,15 @@ def _seed():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _split_small_convolutions(monkeypatch):
+    """The tests' layers are small: they split over threads as large ones do, so that the
+    split kernels are what they test. The one-thread rule for small layers has its own
+    tests (``tests/ops/nn/test_conv_threads.py``), which set its threshold back."""
+    from ffnumba.ops.nn import convolution
+    monkeypatch.setattr(convolution, 'SPLIT_MIN_FLOPS', 0)
+
+
 @pytest.fixture
 def threads(monkeypatch):
     """``threads(n)`` sets numba's thread count (restored afterwards), with no

@@ -26,10 +26,14 @@ times the CPU of one there. By channels each thread writes its own columns
 of ``dw`` and rows of ``dx``, with the chunks (so the GEMM depths) of one
 thread.
 """
+from contextlib import contextmanager
+
 from numba import njit
 
+from ...blas_threads import numba_blas_single_thread
 from ...jit import JIT
-from ...thread_pool import SPLIT_MIN_ELEMS, kernel_threads, run_parallel, split_range
+from ...thread_pool import (SPLIT_MIN_ELEMS, kernel_threads, run_parallel, single_thread,
+                            split_range)
 from ._im2col import backward_range, forward_range
 
 #: Weight gradients of at most this many elements stay on the batch split: small enough
@@ -37,7 +41,7 @@ from ._im2col import backward_range, forward_range
 #: channel split's narrower GEMMs would cost more than they save.
 SMALL_DW = 1 << 16
 
-__all__ = ['conv_forward_par', 'conv_backward_par', 'conv_backward_channels', 'run_split',
+__all__ = ['one_thread', 'conv_forward_par', 'conv_backward_par', 'conv_backward_channels', 'run_split',
            'split_threads', 'sum_parts', 'transform_filters', 'transform_filters_t']
 
 
@@ -46,6 +50,23 @@ def split_threads(n):
     capped at a context's share of the cores in multi-context runs
     (:func:`ffnumba.thread_pool.kernel_threads`, the one rule every kernel split uses)."""
     return kernel_threads(n)
+
+
+@contextmanager
+def one_thread(on=True):
+    """``with one_thread(): ...`` runs the kernels inside on this thread alone: every
+    :func:`split_threads` answers 1 (:func:`ffnumba.thread_pool.single_thread`) and numba's
+    BLAS runs one thread (:class:`ffnumba.blas_threads.numba_blas_single_thread`).
+    ``on=False`` changes nothing."""
+    if not on:
+        yield
+        return
+    before = single_thread(True)
+    try:
+        with numba_blas_single_thread():
+            yield
+    finally:
+        single_thread(before)
 
 
 def run_split(part, nt):

@@ -55,7 +55,7 @@ from . import _im2col as ic
 from ._conv_epilogue import apply_block, expand
 from ._conv_par import run_split, split_threads
 
-__all__ = ['applies', 'enabled', 'reach', 'relayout', 'fold', 'tap_sets', 'split_forward',
+__all__ = ['applies', 'enabled', 'reach', 'pairs', 'relayout', 'fold', 'tap_sets', 'split_forward',
            'forward', 'backward', 'forward_range', 'backward_range', 'MAX_REACH', 'MIN_CHANNELS',
            'SPLIT_MIN_REUSE']
 
@@ -87,7 +87,7 @@ def reach(i, o, k, p):
     return sum(_span(i, o, p, t) for t in range(k))
 
 
-def _pairs(kernel, pad, xshape, yshape):
+def pairs(kernel, pad, xshape, yshape):
     """``(tap, output)`` pairs of a 2-D layer that reach its input (per sample)."""
     (kh, kw), (ph, pw) = kernel, pad
     (H, W), (OH, OW) = xshape[2:], yshape[2:]
@@ -111,7 +111,7 @@ def applies(kernel, stride, pad, dilate, groups, xshape, yshape):
     if (len(xshape) != 4 or tuple(stride) != (1, 1) or tuple(dilate) != (1, 1) or groups != 1
             or xshape[1] < MIN_CHANNELS):
         return False
-    return (_pairs(kernel, pad, xshape, yshape)
+    return (pairs(kernel, pad, xshape, yshape)
             <= MAX_REACH * kernel[0] * kernel[1] * yshape[2] * yshape[3])
 
 
@@ -121,7 +121,7 @@ def split_forward(kernel, pad, xshape, yshape):
     relayout, a pass over it from memory in a network, costs more than the taps save:
     512 -> 512 channels of 2x2 at batch 32 (57 uses) ran 0.83-0.86x im2col's speed inside
     VGG-11 on two threads; GoogLeNet's 5x5 towers on 4x4 (250 uses) gain."""
-    uses = xshape[0] * _pairs(kernel, pad, xshape, yshape)
+    uses = xshape[0] * pairs(kernel, pad, xshape, yshape)
     return uses >= SPLIT_MIN_REUSE * kernel[0] * kernel[1]
 
 

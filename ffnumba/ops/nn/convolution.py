@@ -26,34 +26,35 @@ kernel   data                  weight                 bias        output
 3-D      ``(N, C, D, H, W)``   ``(F, C/G, kd,kh,kw)`` ``(F,)``    ``(N, F, od, oh, ow)``
 =======  ====================  =====================  ==========  ==================
 
-The weight and bias shapes are inferred from the data. Implementation:
-im2col + one BLAS GEMM per group and cache-sized chunk of samples (see
-``_im2col``; strided kernels unroll by contiguous runs out of each input
-plane's column phases, ``_im2col_rows``); 1x1 kernels with stride 1 and no pad on planes of at least
-``_im2col.DIRECT_MIN_COLS`` positions multiply each sample's NCHW planes
-directly (no im2col); depthwise convolutions run direct kernels
-(``_depthwise``); 2-D 3x3 kernels with stride 1, dilate 1, one group, at
-least 16 input channels and an output of at least 4x4 run Winograd's
-F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), those of at most 128
-input channels and outputs of at least 8x8 F(4x4, 3x3) (``_winograd4``; a
-backward also needs at most 256 output channels),
-unless an input holds an inf or NaN (those run im2col); the environment
-variable ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile)
-overrides. Other 2-D stride-1 layers on planes so small that most of im2col's
-(tap, output) pairs fall in the padding (GoogLeNet's 5x5 towers on 4x4 and 2x2
-planes, 3x3 kernels on 2x2 planes) run one GEMM per kernel tap over the outputs
-it reaches (``_conv_taps``; split over threads, the threads split the taps, and
-such backwards of Winograd's layers on 4x4 planes take the taps too;
-``FFNUMBA_CONV_TAPS=0`` off). With more than one numba thread the batch is split over threads, each on one BLAS thread (``_conv_par``). float16 is computed in
-float32 and cast at the edges. An inference executor may run a
-Convolution with the BatchNorm and relu after it as one call
-(:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled shared-memory GEMM
-(``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use direct
-one-thread-per-element kernels (``_conv_cuda``).
+The weight and bias shapes are inferred from the data. Implementation: im2col + one
+BLAS GEMM per group and cache-sized chunk of samples (``_im2col``; strided kernels
+unroll by contiguous runs out of each input plane's column phases, ``_im2col_rows``);
+1x1 kernels with stride 1 and no pad on planes of at least ``_im2col.DIRECT_MIN_COLS``
+positions multiply each sample's NCHW planes directly (no im2col); depthwise
+convolutions run direct kernels (``_depthwise``); 2-D 3x3 kernels with stride 1,
+dilate 1, one group, at least 16 input channels and an output of at least 4x4 run
+Winograd's F(2x2, 3x3) (``_winograd``; Lavin & Gray 2016), those of at most 128 input
+channels and outputs of at least 8x8 F(4x4, 3x3) (``_winograd4``; a backward also
+needs at most 256 output channels), unless an input holds an inf or NaN (those run
+im2col); ``FFNUMBA_CONV_WINOGRAD`` (``0`` off, ``2`` or ``4`` one tile) overrides.
+Other 2-D stride-1 layers on planes so small that most of im2col's (tap, output)
+pairs fall in the padding (GoogLeNet's 5x5 towers on 4x4 and 2x2 planes, 3x3 kernels
+on 2x2 planes) run one GEMM per kernel tap over the outputs it reaches
+(``_conv_taps``; split over threads, the threads split the taps, and such backwards
+of Winograd's layers on 4x4 planes take the taps too; ``FFNUMBA_CONV_TAPS=0`` off).
+With more than one numba thread the batch is split over threads, each on one BLAS
+thread (``_conv_par``), except passes of less than :data:`SPLIT_MIN_FLOPS` work,
+which run on one thread. float16 is computed in float32 and cast at the edges. An
+inference executor may run a Convolution with the BatchNorm and relu after it as one
+call (:func:`fused_forward_cpu`, bit-identical). GPU: im2col + the tiled
+shared-memory GEMM (``_conv_gemm_cuda``, ``gemm_cuda``); depthwise convolutions use
+direct one-thread-per-element kernels (``_conv_cuda``).
 
 Source: MXNet 1.x ``Convolution`` operator documentation; im2col after
 Chellapilla et al. (2006).
 """
+
+import math
 
 from ...base import ParamError, ShapeError
 from ..params import Field, Params, Shape
@@ -360,6 +361,27 @@ def _use_taps(p, xshape, yshape, arrays, backward=False):
             and (not split or tp.split_forward(kernel, pad, xshape, yshape)))
 
 
+#: Fewest flops of a forward, or a backward by the taps, split over threads (:func:`_one_thread`).
+SPLIT_MIN_FLOPS = 24_000_000
+
+
+def _one_thread(p, xshape, yshape, grads=0):
+    """Whether a CPU forward (``grads`` 0) or a backward of ``grads`` gradients by the taps
+    (three fork-joins per chunk; an im2col backward keeps its split) runs on one thread:
+    its work, 2 flops per multiply-add of the ``(tap, output)`` pairs that reach the input
+    where the taps run (:func:`_conv_taps.pairs`), of all pairs elsewhere, is below
+    :data:`SPLIT_MIN_FLOPS` (2 threads, batch 32, each layer alone: 1x1 forwards of 7-17
+    MFLOP 0.07-0.10 ms against 0.10-0.12 ms split; see docs/guide/devices.md)."""
+    kernel, stride, pad, dilate = spatial_params(p)
+    taps = tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape)
+    if grads and not taps or cp.split_threads(xshape[0]) == 1:
+        return False
+    pairs = tp.pairs(kernel, pad, xshape, yshape) if taps else (
+        math.prod(kernel) * math.prod(yshape[2:]))
+    flops = 2 * xshape[0] * yshape[1] * (xshape[1] // p.num_group) * pairs
+    return max(grads, 1) * flops < SPLIT_MIN_FLOPS
+
+
 @f16_safe
 def _forward_cpu(ctx, p, inputs, outputs, aux):
     _conv_cpu(ctx, p, inputs, outputs[0], None, 0)
@@ -398,12 +420,9 @@ def fused_forward_cpu(ctx, p, inputs, y, ep, mode):
     _conv_cpu(ctx, p, inputs, y, ep, mode)
 
 
-#: Pointwise (1x1, stride 1, no pad) forwards whose weight has fewer elements than
-#: this multiply each sample's data directly, one GEMM per sample with no gather or
-#: scatter, on planes of any size (1 thread, batch 32, fused, loaded: 32 -> 192
-#: channels of 8x8 0.26 vs 0.49 ms, 64 -> 384 of 4x4 0.27 vs 0.31, 96 -> 576 of 4x4
-#: 0.54 vs 0.60; 256 -> 256 of 8x8 2.44 vs 2.41; 256 -> 512 of 4x4 1.73 vs 1.21: a
-#: larger weight repacked per sample costs more).
+#: Pointwise (1x1, stride 1, no pad) forwards whose weight has fewer elements than this
+#: run one GEMM per sample on its data, no gather or scatter (1 thread, batch 32: 32 -> 192
+#: of 8x8 0.26 vs 0.49 ms, 96 -> 576 of 4x4 0.54 vs 0.60; 256 -> 512 of 4x4 1.73 vs 1.21).
 SMALL_POINTWISE_WEIGHT = 1 << 16
 
 #: The ``ep`` of a plain convolution (mode 0: never read).
@@ -420,7 +439,6 @@ def _conv_cpu(ctx, p, inputs, y, ep, mode):
             P = y[0, 0].size
             _ep.apply_all(y.reshape(-1), y.shape[1], P, ep, _ep.expand(ep, y.shape[1], P), mode)
         return
-    G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     geom = _geom(p, x, y)
     state = ctx.state if ctx is not None else None
@@ -428,6 +446,14 @@ def _conv_cpu(ctx, p, inputs, y, ep, mode):
         dwc.forward(state, x, w, y, w.reshape(-1) if p.no_bias else inputs[2], not p.no_bias,
                     geom, _NO_EP if ep is None else ep, mode)
         return
+    with cp.one_thread(_one_thread(p, x.shape, y.shape)):
+        _conv_paths(state, p, inputs, y, ep, mode, x5, geom)
+
+
+def _conv_paths(state, p, inputs, y, ep, mode, x5, geom):
+    """The forward of a layer that is not depthwise: Winograd, the taps or im2col."""
+    x, w = inputs[0], inputs[1]
+    F, G = p.num_filter, p.num_group
     m = _use_winograd(p, x.shape, y.shape, (x, w))
     if m:
         wg.forward(state, x, w, None if p.no_bias else inputs[2], y, spatial_params(p)[2], m,
@@ -465,19 +491,21 @@ def _backward_cpu(ctx, p, out_grads, inputs, outputs, in_grads, req, aux):
 
 
 def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
-    """Data and weight gradients (modes 0 skip, 1 write, 2 add) by the layer's CPU path.
-
-    Depthwise kernels, the taps, Winograd F(2x2, 3x3) or F(4x4, 3x3), or im2col, chosen
-    as in the forward; except that on several threads a layer whose backward splits by
-    input channels (:func:`_by_channels`) runs im2col that way instead of Winograd, whose
-    per-thread transformed weight gradients (16 times the weight each) scale poorly.
-    """
-    G, F = p.num_group, p.num_filter
+    """Data and weight gradients (modes 0 skip, 1 write, 2 add) by the forward's CPU path,
+    except that a split backward that :func:`_by_channels` takes runs im2col by input
+    channels instead of Winograd (per-thread weight gradients 16 times the weight)."""
     geom = _geom(p, x, dy)
     if dwc.cpu_depthwise(p, x.shape):
         dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
                      mode_dx, mode_dw, geom)
         return
+    with cp.one_thread(_one_thread(p, x.shape, dy.shape, (mode_dx > 0) + (mode_dw > 0))):
+        _grads_paths(state, p, x, w, dy, in_grads, mode_dx, mode_dw, geom)
+
+
+def _grads_paths(state, p, x, w, dy, in_grads, mode_dx, mode_dw, geom):
+    """The backward of a layer that is not depthwise: the taps, im2col or Winograd."""
+    G, F = p.num_group, p.num_filter
     x5 = ic.as5d(x.shape)
     nt = cp.split_threads(x5[0])
     w3 = w.reshape(G, F // G, -1)
@@ -535,7 +563,8 @@ def _forward_gpu(ctx, p, inputs, outputs, aux):
     x, w, y = inputs[0], inputs[1], outputs[0]
     if dwc.is_depthwise(p, x.shape):
         b = w.reshape(w.size) if p.no_bias else inputs[2]
-        cc.conv_y.launch(y.size, cg.d5(x), cg.d5(w), b, cg.d5(y), _geom(p, x, y), not p.no_bias, False)
+        cc.conv_y.launch(y.size, cg.d5(x), cg.d5(w), b, cg.d5(y), _geom(p, x, y),
+                         not p.no_bias, False)
         return
     cg.forward(ctx, x, _gpu_w3(p, w), None if p.no_bias else inputs[2], y, _geom(p, x, y),
                True)

@@ -140,3 +140,68 @@ def test_filter_transforms_split_by_filters(threads, m):
         ftt(du, us, d1, add)
         cp.transform_filters_t(ftt, du, us, d2, add)
         np.testing.assert_array_equal(d1, d2)
+
+
+def test_small_layers_rule(monkeypatch):
+    """Which passes run on one thread when split over two (batch 32): forwards under
+    SPLIT_MIN_FLOPS of work, counting only the pairs the taps reach where they run;
+    backwards only by the taps; nothing on one thread anyway."""
+    from ffnumba.ops.nn import convolution as conv
+    monkeypatch.setattr(conv, 'SPLIT_MIN_FLOPS', 24_000_000)
+    op = get_op('Convolution')
+    one = op.parse_params(dict(kernel=(1, 1), num_filter=16))
+    five = op.parse_params(dict(kernel=(5, 5), num_filter=128, pad=(2, 2)))
+    # 1x1 480 -> 16 of 4x4: 2*32*16*480*16 = 7.9 MFLOP; 512 -> 64 filters would be 4x that
+    small, big = (32, 480, 4, 4), (32, 2048, 4, 4)
+    # 5x5 32 -> 128 on 2x2: 100 pairs of which 16 reach the input: 4.2 MFLOP, not 26
+    taps = (32, 32, 2, 2)
+    for nt in (1, 2):
+        monkeypatch.setattr(conv.cp, 'split_threads', lambda n, nt=nt: min(n, nt))
+        split = nt == 2
+        assert conv._one_thread(one, small, (32, 16, 4, 4)) is split
+        assert conv._one_thread(one, big, (32, 16, 4, 4)) is False
+        assert conv._one_thread(one, small, (32, 16, 4, 4), 2) is False     # im2col backward
+        assert conv._one_thread(five, taps, (32, 128, 2, 2)) is split
+        assert conv._one_thread(five, taps, (32, 128, 2, 2), 2) is split
+        assert conv._one_thread(five, (32, 32, 4, 4), (32, 128, 4, 4), 2) is False   # 103 MF
+    assert conv.SPLIT_MIN_FLOPS > 2 * 2 * 32 * 128 * 32 * 16     # the taps' backward above
+
+
+@pytest.mark.parametrize('kernel, pad, hw', [((1, 1), (0, 0), 4), ((5, 5), (2, 2), 2)])
+def test_small_layer_on_two_threads_is_one_threads(monkeypatch, threads, kernel, pad, hw):
+    """On two threads a forward (and a backward by the taps) under the threshold runs no
+    split kernel and gives one thread's results bit for bit; the threads' setting is back
+    afterwards. The 1x1 layer's backward (im2col) still splits (other sums: not compared)."""
+    from ffnumba import thread_pool
+    from ffnumba.ops.nn import _conv_par as cp, _conv_taps as tp, convolution as conv
+    monkeypatch.setattr(conv, 'SPLIT_MIN_FLOPS', 24_000_000)
+    splits = []
+    real = cp.run_split
+    for mod in (cp, tp):
+        monkeypatch.setattr(mod, 'run_split', lambda part, nt: splits.append(nt) or
+                            real(part, nt))
+    rng = np.random.default_rng(5)
+    vals = [rng.uniform(-1, 1, s).astype(np.float32)
+            for s in ((32, 32, hw, hw), (64, 32) + kernel, (64,))]
+    head = rng.uniform(-1, 1, (32, 64, hw, hw)).astype(np.float32)
+    op = get_op('Convolution')
+    params = op.parse_params(dict(kernel=kernel, num_filter=64, pad=pad, no_bias=True))
+    results = {}
+    for n in (1, 2):
+        threads(n)
+        ctx = OpContext(True, None, {}, np.random.default_rng(0), 'conv')
+        y = np.empty(head.shape, np.float32)
+        op.forward['cpu'](ctx, params, vals[:2], [y], [])
+        forward_splits = len(splits)
+        grads = [np.zeros_like(a) for a in vals[:2]]
+        op.backward['cpu'](ctx, params, [head], vals[:2], [y], grads, ['write'] * 2, [])
+        results[n] = [y] + grads
+        assert thread_pool.kernel_threads(32) == n
+        assert forward_splits == 0
+        assert (len(splits) > 0) is (n == 2 and kernel == (1, 1)), splits
+        del splits[:]
+    for one, two in zip(results[1], results[2] if kernel != (1, 1) else results[2][:1]):
+        np.testing.assert_array_equal(one, two)
+    monkeypatch.setattr(conv, 'SPLIT_MIN_FLOPS', 0)      # the same layer split: it splits
+    op.forward['cpu'](ctx, params, vals[:2], [y], [])
+    assert splits and splits[0] == 2
