@@ -41,8 +41,8 @@ from ._im2col import backward_range, forward_range
 #: channel split's narrower GEMMs would cost more than they save.
 SMALL_DW = 1 << 16
 
-__all__ = ['one_thread', 'conv_forward_par', 'conv_backward_par', 'conv_backward_channels', 'run_split',
-           'split_threads', 'sum_parts', 'transform_filters', 'transform_filters_t']
+__all__ = ['one_thread', 'conv_forward_par', 'conv_backward_par', 'conv_backward_channels',
+           'run_split', 'split_threads', 'sum_parts', 'transform_filters', 'transform_filters_t']
 
 
 def split_threads(n):

@@ -361,11 +361,11 @@ def _use_taps(p, xshape, yshape, arrays, backward=False):
             and (not split or tp.split_forward(kernel, pad, xshape, yshape)))
 
 
-#: Fewest flops of a forward, or a backward by the taps, split over threads (:func:`_one_thread`).
+#: Fewest flops of a forward, or a backward by the taps, split over threads (:func:`_small_pass`).
 SPLIT_MIN_FLOPS = 24_000_000
 
 
-def _one_thread(p, xshape, yshape, grads=0):
+def _small_pass(p, xshape, yshape, grads=0):
     """Whether a CPU forward (``grads`` 0) or a backward of ``grads`` gradients by the taps
     (three fork-joins per chunk; an im2col backward keeps its split) runs on one thread:
     its work, 2 flops per multiply-add of the ``(tap, output)`` pairs that reach the input
@@ -373,7 +373,7 @@ def _one_thread(p, xshape, yshape, grads=0):
     :data:`SPLIT_MIN_FLOPS` (2 threads, batch 32, each layer alone: 1x1 forwards of 7-17
     MFLOP 0.07-0.10 ms against 0.10-0.12 ms split; see docs/guide/devices.md)."""
     kernel, stride, pad, dilate = spatial_params(p)
-    taps = tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape)
+    taps = tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape) and tp.enabled()
     if grads and not taps or cp.split_threads(xshape[0]) == 1:
         return False
     pairs = tp.pairs(kernel, pad, xshape, yshape) if taps else (
@@ -446,7 +446,7 @@ def _conv_cpu(ctx, p, inputs, y, ep, mode):
         dwc.forward(state, x, w, y, w.reshape(-1) if p.no_bias else inputs[2], not p.no_bias,
                     geom, _NO_EP if ep is None else ep, mode)
         return
-    with cp.one_thread(_one_thread(p, x.shape, y.shape)):
+    with cp.one_thread(_small_pass(p, x.shape, y.shape)):
         _conv_paths(state, p, inputs, y, ep, mode, x5, geom)
 
 
@@ -499,7 +499,7 @@ def _grads_cpu(state, p, x, w, dy, in_grads, mode_dx, mode_dw):
         dwc.backward(state, x, w, dy, in_grads[0] if mode_dx else None, in_grads[1],
                      mode_dx, mode_dw, geom)
         return
-    with cp.one_thread(_one_thread(p, x.shape, dy.shape, (mode_dx > 0) + (mode_dw > 0))):
+    with cp.one_thread(_small_pass(p, x.shape, dy.shape, (mode_dx > 0) + (mode_dw > 0))):
         _grads_paths(state, p, x, w, dy, in_grads, mode_dx, mode_dw, geom)
 
 

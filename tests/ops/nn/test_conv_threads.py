@@ -145,7 +145,8 @@ def test_filter_transforms_split_by_filters(threads, m):
 def test_small_layers_rule(monkeypatch):
     """Which passes run on one thread when split over two (batch 32): forwards under
     SPLIT_MIN_FLOPS of work, counting only the pairs the taps reach where they run;
-    backwards only by the taps; nothing on one thread anyway."""
+    backwards only by the taps (not with ``FFNUMBA_CONV_TAPS=0``); nothing on one thread
+    anyway."""
     from ffnumba.ops.nn import convolution as conv
     monkeypatch.setattr(conv, 'SPLIT_MIN_FLOPS', 24_000_000)
     op = get_op('Convolution')
@@ -158,13 +159,17 @@ def test_small_layers_rule(monkeypatch):
     for nt in (1, 2):
         monkeypatch.setattr(conv.cp, 'split_threads', lambda n, nt=nt: min(n, nt))
         split = nt == 2
-        assert conv._one_thread(one, small, (32, 16, 4, 4)) is split
-        assert conv._one_thread(one, big, (32, 16, 4, 4)) is False
-        assert conv._one_thread(one, small, (32, 16, 4, 4), 2) is False     # im2col backward
-        assert conv._one_thread(five, taps, (32, 128, 2, 2)) is split
-        assert conv._one_thread(five, taps, (32, 128, 2, 2), 2) is split
-        assert conv._one_thread(five, (32, 32, 4, 4), (32, 128, 4, 4), 2) is False   # 103 MF
+        assert conv._small_pass(one, small, (32, 16, 4, 4)) is split
+        assert conv._small_pass(one, big, (32, 16, 4, 4)) is False
+        assert conv._small_pass(one, small, (32, 16, 4, 4), 2) is False     # im2col backward
+        assert conv._small_pass(five, taps, (32, 128, 2, 2)) is split
+        assert conv._small_pass(five, taps, (32, 128, 2, 2), 2) is split
+        assert conv._small_pass(five, (32, 32, 4, 4), (32, 128, 4, 4), 2) is False   # 103 MF
     assert conv.SPLIT_MIN_FLOPS > 2 * 2 * 32 * 128 * 32 * 16     # the taps' backward above
+    # taps off: im2col runs the 5x5 layer, all 100 pairs count (26 MFLOP), backward splits
+    monkeypatch.setenv('FFNUMBA_CONV_TAPS', '0')
+    assert conv._small_pass(five, taps, (32, 128, 2, 2)) is False
+    assert conv._small_pass(five, taps, (32, 128, 2, 2), 2) is False
 
 
 @pytest.mark.parametrize('kernel, pad, hw', [((1, 1), (0, 0), 4), ((5, 5), (2, 2), 2)])
