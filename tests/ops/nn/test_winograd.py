@@ -181,6 +181,22 @@ def test_dispatch_rule(xshape, yshape, expect):
     assert wg.faster(xshape, yshape) is expect
 
 
+@pytest.mark.parametrize('n, c, f, t, a2, expect', [
+    (16, 64, 192, 16, 36, 4),    # GoogLeNet 64 -> 192 on 16x16, F(4x4): 64 tiles, in cache
+    (16, 64, 64, 64, 36, 1),     # ResNet 64 channels on 32x32, F(4x4): one sample is 64 tiles
+    (32, 128, 256, 4, 36, 16),   # 32K-element weight: the 64 tiles of 16 samples
+    (16, 256, 512, 4, 16, 16),   # 128K-element weight: 128 tiles, capped by the batch
+    (64, 256, 512, 4, 16, 32),   # ... 128 tiles = 32 samples of 4
+    (64, 512, 512, 4, 16, 64),   # 256K-element weight: 256 tiles (the cap)
+    (64, 1024, 1024, 4, 16, 64),  # 1M-element weight: still at most 256 tiles
+    (2048, 16, 16, 1, 16, 1024),  # tiny layer: 2^18 elements of V before 64 tiles
+])
+def test_chunk_size_rule(n, c, f, t, a2, expect):
+    """Chunks hold about V_CHUNK_ELEMS elements of the larger of V and M and at least
+    F * C / 1024 tiles, kept within MIN_TILES..MAX_TILES, never more than the batch."""
+    assert wg.chunk_size(n, c, f, t, a2) == expect
+
+
 def test_float32_error_like_im2col():
     """On a real layer size (ResNet stage 0, 64 channels at 32x32) F(2x2, 3x3) in float32 is
     within 2x of im2col's float32 error against float64."""
