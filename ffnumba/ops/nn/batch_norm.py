@@ -149,13 +149,17 @@ def _infer_type(p, in_types, aux_types):
 # backward twice (sums, data gradient). The kernels are in :mod:`._bn_kernels` (mode ``NONE``:
 # no activation; one compiled pair for BatchNorm alone and BatchNorm -> relu).
 
-#: Fewest elements per thread before the channels split over threads: below half a million
-#: the training forward and backward ran no faster on two threads than on one (2-core VM;
-#: (32, 512, 4, 4): 85 and 135 us on one, 95-170 and 133-314 us split), 1.2-1.5x from 1M.
-PAR_MIN_ELEMS = 1 << 18
-#: Elements of one block of channels, read twice (about 1 MiB of float32: the second
-#: pass finds the block in the L2 cache).
-BLOCK_ELEMS = 1 << 18
+#: Fewest elements per thread before the channels split over threads, and of a claimed
+#: piece (2-core VM, batch 32, each alone: (32, 256, 8, 8) 87 us on one thread against
+#: 104-109 split with 2^18 here; (32, 1024, 8, 8) split 0.32 / 0.43 ms forward / backward
+#: against 0.37 / 0.56 in smaller pieces).
+PAR_MIN_ELEMS = 1 << 19
+#: Elements of one block of channels, read twice (about 512 KiB of float32: the second pass
+#: finds the block in the L2 cache, beside the output it writes). ResNet-50's BatchNorm
+#: layers at batch 32 (one of each shape, weighted by its count; forward / backward, ms):
+#: 2 threads 15.6 / 22.4 -> 14.2 / 20.3 against 2^18 for both constants, 1 thread 22.8 /
+#: 34.6 -> 22.1 / 34.1.
+BLOCK_ELEMS = 1 << 17
 
 
 def _run_channels(kernel, size, c, *args):
