@@ -149,8 +149,8 @@ def _infer_type(p, in_types, aux_types):
 # backward twice (sums, data gradient). The kernels are in :mod:`._bn_kernels` (mode ``NONE``:
 # no activation; one compiled pair for BatchNorm alone and BatchNorm -> relu).
 
-#: Fewest elements per thread before the channels split over threads, and of a claimed
-#: piece (2-core VM, batch 32, each alone: (32, 256, 8, 8) 87 us on one thread against
+#: Fewest elements per thread before the channels split over threads; the split's pieces
+#: scale with it (2-core VM, batch 32, each alone: (32, 256, 8, 8) 87 us on one thread against
 #: 104-109 split with 2^18 here; (32, 1024, 8, 8) split 0.32 / 0.43 ms forward / backward
 #: against 0.37 / 0.56 in smaller pieces).
 PAR_MIN_ELEMS = 1 << 19
