@@ -423,12 +423,17 @@ def _cl_bwd(xf, dims, wt, dyf, dxf, dwp, mode_dx, want_dw, g, xt, dyt, dxt, dwt,
                             continue
                         ib = U((ih * W + iw) * C)
                         k = kh * KW + kw
-                        if want_dw:
-                            kb = U(k * C)
+                        kb = U(k * C)
+                        wr = wt[k]
+                        if want_dw and mode_dx != 0:    # one pass: each dy element read once
+                            for c in range(U(C)):
+                                d = dyt[ob + c]
+                                dwt[kb + c] += d * xt[ib + c]
+                                dxt[ib + c] += wr[c] * d
+                        elif want_dw:
                             for c in range(U(C)):
                                 dwt[kb + c] += dyt[ob + c] * xt[ib + c]
-                        if mode_dx != 0:
-                            wr = wt[k]
+                        elif mode_dx != 0:
                             for c in range(U(C)):
                                 dxt[ib + c] += wr[c] * dyt[ob + c]
         if mode_dx != 0:
