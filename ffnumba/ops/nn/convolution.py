@@ -374,7 +374,7 @@ def _small_pass(p, xshape, yshape, grads=0):
     MFLOP 0.07-0.10 ms against 0.10-0.12 ms split; see docs/guide/devices.md)."""
     kernel, stride, pad, dilate = spatial_params(p)
     taps = tp.applies(kernel, stride, pad, dilate, p.num_group, xshape, yshape) and tp.enabled()
-    if grads and not taps or cp.split_threads(xshape[0]) == 1:
+    if (grads and not taps) or cp.split_threads(xshape[0]) == 1:
         return False
     pairs = tp.pairs(kernel, pad, xshape, yshape) if taps else (
         math.prod(kernel) * math.prod(yshape[2:]))
