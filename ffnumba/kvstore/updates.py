@@ -56,11 +56,10 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
     if kvstore and live:
         _grouped(kvstore, live, grad_arrays, lambda g: kvstore.pushpull(
             [param_names[i] for i in g], [grad_arrays[i] for i in g]))
-    for index, (args, grads) in enumerate(zip(param_arrays, grad_arrays)):
-        if grads[0] is None:
-            continue
-        for k, (w, g) in enumerate(zip(args, grads)):
-            updater(index * num_device + k, g, w)
+    for k in range(num_device):       # one list per device, as MXNet 1.9.1's _update_params
+        if live:
+            updater([i * num_device + k for i in live], [grad_arrays[i][k] for i in live],
+                    [param_arrays[i][k] for i in live])
 
 
 #: Fewest gradient elements (all parameters, one device) worth splitting over threads.

@@ -124,6 +124,8 @@ class Adam(_Betas):
         self.epsilon = check_nonneg('Adam', 'epsilon', epsilon)
         self.lazy_update = lazy_update
 
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
+
     def update(self, index, weight, grad, state):
         weight, grad, lr, wd, t = self._begin(index, weight, grad)
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
@@ -151,6 +153,8 @@ class Adamax(_Betas):
     def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self._betas(beta1, beta2)
+
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
 
     def update(self, index, weight, grad, state):
         weight, grad, lr, wd, t = self._begin(index, weight, grad)
@@ -186,6 +190,8 @@ class Nadam(_Betas):
         self.epsilon = check_nonneg('Nadam', 'epsilon', epsilon)
         self.schedule_decay = check_nonneg('Nadam', 'schedule_decay', schedule_decay)
         self.m_schedule = 1.0
+
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
 
     def update(self, index, weight, grad, state):
         weight, grad, lr, wd, t = self._begin(index, weight, grad)
@@ -224,6 +230,8 @@ class FTML(_Betas):
 
     def create_state(self, index, weight):
         return (_zeros(weight), _zeros(weight), _zeros(weight))
+
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
 
     def update(self, index, weight, grad, state):
         weight, grad, lr, wd, t = self._begin(index, weight, grad)

@@ -119,6 +119,8 @@ class AdaGrad(Optimizer):
     def create_state(self, index, weight):
         return _f32(weight)
 
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
+
     def update(self, index, weight, grad, state):
         weight, grad = as_nd(weight), as_nd(grad)
         self._update_count(index)
@@ -163,6 +165,8 @@ class RMSProp(Optimizer):
             return (_f32(weight), _f32(weight), _f32(weight))
         return (_f32(weight),)
 
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
+
     def update(self, index, weight, grad, state):
         weight, grad = as_nd(weight), as_nd(grad)
         self._update_count(index)
@@ -198,6 +202,8 @@ class AdaDelta(Optimizer):
     def create_state(self, index, weight):
         return (_f32(weight), _f32(weight))
 
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
+
     def update(self, index, weight, grad, state):
         weight, grad = as_nd(weight), as_nd(grad)
         wd = self._get_wd(index)
@@ -231,6 +237,8 @@ class Ftrl(Optimizer):
 
     def create_state(self, index, weight):
         return (_f32(weight), _f32(weight))
+
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
 
     def update(self, index, weight, grad, state):
         weight, grad = as_nd(weight), as_nd(grad)

@@ -30,6 +30,7 @@ import numpy as np
 from ..base import FFError, ParamError
 from ..ndarray.ndarray import NDArray, zeros
 from ..registry import get_create_func, get_register_func, get_registry
+from . import _deferred
 
 __all__ = ['Optimizer', 'register', 'create', 'get_registry_names', 'check_unit',
            'check_nonneg', 'as_nd']
@@ -311,6 +312,7 @@ class Optimizer:
             inner, master = state if self._mp_master_last else state[::-1]
             grad32 = grad.astype(np.float32)
             self.update(index, master, grad32, inner)
+            _deferred.flush()       # the master's kernel runs before the copy reads it
             weight._copy_from(master)
         else:
             self.update(index, weight, grad, state)

@@ -48,6 +48,7 @@ from numba import njit
 from ..base import DTypeError, FFError, ShapeError
 from ..jit import JIT, LazyCudaKernel, LazyKernel, import_cuda, stable_cache_key
 from ..thread_pool import split_range
+from . import _deferred
 
 __all__ = ['make_update', 'hp_record', 'FusedUpdate', 'clip', 'cuda', 'MAX_STATES']
 
@@ -267,6 +268,9 @@ class FusedUpdate:
         work = [np.ascontiguousarray(h, np.float32 if h.dtype == np.float16 else h.dtype)
                 for h in hosts]
         flat, kernel, wg = [_flat(a) for a in work], self.cpu[n], bool(write_grad)
+        if not gpu and all(wk is h for h, wk in zip(hosts, work)) and \
+                _deferred.collect(kernel, flat, hp, wg):
+            return          # runs with the step's other updates (optimizer._deferred)
         # large weights cut into pieces the threads share: elementwise, so the same values
         split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg), weight.size,
                     UPDATE_MIN_ELEMS)

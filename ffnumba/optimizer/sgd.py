@@ -168,6 +168,8 @@ class SGD(_Momentum):
         self.momentum = check_unit(type(self).__name__, 'momentum', momentum)
         self.lazy_update = lazy_update
 
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
+
     def update(self, index, weight, grad, state):
         """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""
         self._run(index, weight, grad, state, _SGD, _SGD_MOM)
@@ -198,6 +200,8 @@ class NAG(_Momentum):
     def __init__(self, momentum=0.0, **kwargs):
         super().__init__(**kwargs)
         self.momentum = check_unit('NAG', 'momentum', momentum)
+
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
 
     def update(self, index, weight, grad, state):
         """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""
@@ -231,6 +235,8 @@ class Signum(_Momentum):
         self.momentum = check_unit('Signum', 'momentum', momentum)
         self.wd_lh = _real('Signum', 'wd_lh', wd_lh)
 
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
+
     def update(self, index, weight, grad, state):
         """Update ``weight`` (and the momentum ``state``) in place from ``grad``."""
         self._run(index, weight, grad, state, _SIGNSGD, _SIGNUM, wd_lh=self.wd_lh)
@@ -250,6 +256,8 @@ class SGLD(Optimizer):
     """
 
     _clip_rule = 'not_none'
+
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
 
     def update(self, index, weight, grad, state):
         weight, grad = as_nd(weight), as_nd(grad)
@@ -292,6 +300,8 @@ class DCASGD(Optimizer):
     def create_state(self, index, weight):
         mom = _zeros(weight) if self.momentum != 0.0 else None
         return (mom, weight.copy())
+
+    _one_kernel_update = True     # update() ends in its one fused kernel: may defer
 
     def update(self, index, weight, grad, state):
         weight, grad = as_nd(weight), as_nd(grad)

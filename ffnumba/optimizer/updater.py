@@ -30,6 +30,7 @@ from ..ndarray.ndarray import NDArray, array
 from ..ndarray import params_io
 from ..registry import get_registry
 from .. import lr_scheduler as _lrs
+from . import _deferred
 from .base import Optimizer, as_nd
 
 __all__ = ['Updater', 'get_updater', 'import_mxnet_states', 'HEADER']
@@ -193,6 +194,20 @@ def _to_context(state, ctx):
 
 
 # ------------------------------------------------------------ the updater
+def defers(optimizer):
+    """Whether ``optimizer``'s CPU kernels may run deferred, together, when the
+    :class:`Updater` gets a list of parameters (:mod:`ffnumba.optimizer._deferred`).
+
+    True when the class that defines ``update`` declares ``_one_kernel_update``
+    and ``update_multi_precision`` is the base one (which flushes before its copy).
+    """
+    cls = type(optimizer)
+    if cls.update_multi_precision is not Optimizer.update_multi_precision:
+        return False
+    owner = next((c for c in cls.__mro__ if 'update' in c.__dict__), None)
+    return owner is not None and owner.__dict__.get('_one_kernel_update', False) is True
+
+
 class Updater:
     """Applies an optimizer to (index, grad, weight) triples (MXNet ``Updater``).
 
@@ -221,6 +236,10 @@ class Updater:
 
         A state loaded by :meth:`set_states` is checked against the weight
         (shapes, dtypes, structure) and moved to the weight's context on first use.
+        Lists (one device's parameters, as ``Module.update`` passes them) are
+        updated in order; an optimizer that :func:`defers` runs their CPU kernels
+        together at the end, split over the kernel threads
+        (:mod:`ffnumba.optimizer._deferred`; the same values).
 
         Raises
         ------
@@ -251,6 +270,11 @@ class Updater:
                 self.states[idx] = self._sync(idx, self.states[idx], weights[i])
                 self.states_synced[idx] = True
             shapes[idx] = weights[i].shape
+        if len(indices) > 1 and defers(self.optimizer):
+            with _deferred.deferred():      # the kernels run together, split over threads
+                for idx, w, g in zip(indices, weights, grads):
+                    self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+            return
         for idx, w, g in zip(indices, weights, grads):
             self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
 
