@@ -63,6 +63,8 @@ MAX_STATES = 3
 #: thread for 2^17 to 2^20 elements and 90, 96, 102 and 136 us split over two; 2^21
 #: elements ran 1.55x faster split (371 against 239 us).
 UPDATE_MIN_ELEMS = 1 << 20
+#: Hyper-parameter records one :class:`FusedUpdate` keeps for reuse (then it starts afresh).
+RECORDS_KEPT = 1024
 
 
 @njit(inline='always')
@@ -157,6 +159,15 @@ def _flat(a):
     return a.reshape(-1)
 
 
+def _in_place(arrays):
+    """Whether the CPU kernel can run on these host arrays as they are (C-contiguous,
+    no float16)."""
+    for a in arrays:
+        if a.dtype.char == 'e' or not a.flags.c_contiguous:
+            return False
+    return True
+
+
 class FusedUpdate:
     """CPU and GPU kernels of one scalar step; call :meth:`__call__` with NDArrays.
 
@@ -181,6 +192,7 @@ class FusedUpdate:
                                  if hasattr(glb.get(n), 'py_func')])
         self.cpu = _cpu_loops(step)
         self.gpu = tuple(LazyCudaKernel(b) for b in _gpu_builders(step))
+        self._records = {}
 
     def hp(self, dtype, values):
         """The record of ``values`` (a dict: field -> number) in ``dtype``'s compute type.
@@ -191,7 +203,23 @@ class FusedUpdate:
             Naming the optimizer and the field, for a missing or unknown field
             or a value that is not a real number (None included: numpy would
             make it NaN, and every weight NaN with it).
+
+        Records are kept by ``(dtype, values)`` (at most :data:`RECORDS_KEPT`): a
+        training step asks for the same few once per parameter.
         """
+        key = (dtype,) + tuple(values.items())
+        try:
+            return self._records[key]
+        except KeyError:
+            rec = self._record(dtype, values)
+        except TypeError:               # an unhashable value: the checks below name it
+            return self._record(dtype, values)
+        if len(self._records) >= RECORDS_KEPT:
+            self._records.clear()
+        self._records[key] = rec
+        return rec
+
+    def _record(self, dtype, values):
         cdt = np.dtype(dtype)
         if cdt == np.float16:
             cdt = np.dtype(np.float32)
@@ -199,7 +227,7 @@ class FusedUpdate:
             if len(values) != len(self.fields):
                 raise KeyError
             vals = [values[f] for f in self.fields]
-            if any(v is None for v in vals):
+            if not all(map(_is_real, vals)):      # None (NaN to numpy), a list, a string
                 raise TypeError
             return self.record(*[cdt.type(v) for v in vals])
         except KeyError:
@@ -248,7 +276,7 @@ class FusedUpdate:
         if grad.shape != weight.shape:
             raise ShapeError('%s: gradient shape %s does not match weight shape %s'
                              % (self.name, tuple(grad.shape), tuple(weight.shape)))
-        if np.dtype(weight.dtype).kind != 'f' or np.dtype(grad.dtype).kind != 'f':
+        if weight.dtype.kind != 'f' or grad.dtype.kind != 'f':
             # an int weight would truncate every step to nothing (or to INT_MIN garbage)
             raise DTypeError('%s: weights and gradients must have a float dtype. Received: '
                              'weight %s, grad %s' % (self.name, np.dtype(weight.dtype).name,
@@ -261,6 +289,18 @@ class FusedUpdate:
                                  % (self.name, k, tuple(s.shape), tuple(weight.shape)))
         arrays = [weight, grad] + list(states)
         n = len(states)
+        if not gpu and _in_place(arrays):
+            # the usual call (host arrays, no float16): microseconds matter here, once per
+            # parameter and step
+            flat, kernel, wg = [a.reshape(-1) for a in arrays], self.cpu[n], bool(write_grad)
+            if _deferred.collect(kernel, flat, hp, wg):
+                return                              # runs with the step's other updates
+            if weight.size < 2 * UPDATE_MIN_ELEMS:
+                kernel(*flat, hp, wg)
+            else:   # large weights cut into pieces the threads share: the same values
+                split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg),
+                            weight.size, UPDATE_MIN_ELEMS)
+            return
         if gpu and all(np.dtype(a.dtype) != np.float16 for a in arrays):
             self.gpu[n].launch(weight.size, *[_flat(a) for a in arrays], hp, bool(write_grad))
             return
@@ -268,10 +308,6 @@ class FusedUpdate:
         work = [np.ascontiguousarray(h, np.float32 if h.dtype == np.float16 else h.dtype)
                 for h in hosts]
         flat, kernel, wg = [_flat(a) for a in work], self.cpu[n], bool(write_grad)
-        if not gpu and all(wk is h for h, wk in zip(hosts, work)) and \
-                _deferred.collect(kernel, flat, hp, wg):
-            return          # runs with the step's other updates (optimizer._deferred)
-        # large weights cut into pieces the threads share: elementwise, so the same values
         split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg), weight.size,
                     UPDATE_MIN_ELEMS)
         for k, (orig, h, wk) in enumerate(zip(arrays, hosts, work)):

@@ -199,6 +199,24 @@ def test_hyper_parameter_records_are_named_tuples_in_the_compute_dtype():
     assert type(adam._ADAM.hp(np.float64, rec._asdict()).lr) is np.float64
 
 
+def test_hyper_parameter_records_are_reused_and_still_checked(monkeypatch):
+    from ffnumba.base import FFError
+    from ffnumba.optimizer import kernels, sgd
+    values = dict(lr=0.5, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0)
+    rec = sgd._SGD.hp(np.float32, values)
+    assert sgd._SGD.hp(np.float32, dict(values)) is rec
+    assert type(sgd._SGD.hp(np.float64, values).lr) is np.float64     # kept per dtype
+    assert sgd._SGD.hp(np.float32, dict(values, lr=0.25)).lr == np.float32(0.25)
+    with pytest.raises(FFError, match=r'hyper-parameter `lr` must be a real'):
+        sgd._SGD.hp(np.float32, dict(values, lr=[0.5]))               # unhashable: checked
+    with pytest.raises(FFError, match=r'hyper-parameter `wd` must be a real'):
+        sgd._SGD.hp(np.float32, dict(values, wd=None))
+    monkeypatch.setattr(kernels, 'RECORDS_KEPT', 2)
+    for lr in (0.1, 0.2, 0.3):
+        assert sgd._SGD.hp(np.float32, dict(values, lr=lr)).lr == np.float32(lr)
+    assert len(sgd._SGD._records) <= 2
+
+
 def test_one_loop_template_for_every_state_count():
     from ffnumba.optimizer import kernels
     assert kernels._BODY.count('step(') == 1          # the loop body is written once
