@@ -113,6 +113,11 @@ def test_depthwise_matches_grouped_im2col(threads, cl_max, case, seed):
     # phase-major planes at stride 2 on even widths (columns split in one pass), pads 1, 2
     ((2, 8, 18, 20), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
     ((2, 6, 20, 22), dict(kernel=(5, 5), pad=(2, 2), stride=(2, 2))),
+    # 3x3 data gradients at stride 2 row by row (_dx_s2): MobileNet's 32x32, pad 0 on odd
+    # widths (no column split), pad 2
+    ((2, 8, 32, 32), dict(kernel=(3, 3), pad=(1, 1), stride=(2, 2))),
+    ((2, 4, 19, 21), dict(kernel=(3, 3), pad=(0, 0), stride=(2, 2))),
+    ((2, 4, 20, 17), dict(kernel=(3, 3), pad=(2, 2), stride=(2, 2))),
     # flat stride-1 kernel (_depthwise_flat): 8x8, 4x4 and a non-square 4x6 plane
     ((3, 24, 8, 8), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
     ((2, 5, 4, 6), dict(kernel=(3, 3), pad=(1, 1), stride=(1, 1))),
