@@ -9,10 +9,15 @@ import numpy as np
 
 from ..base import FFError, ParamError
 from ..context import Context
+from ..optimizer import _deferred
 from ..thread_pool import split_range
 from .base import KVStoreBase, _normalize
 
 __all__ = ['KVStore']
+
+#: Dtypes whose keys :meth:`KVStore.pushpull` may chain (float16 updates go through a
+#: float32 master copy, which they read back at once).
+_CHAIN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _flat_hosts(*arrays):
@@ -27,12 +32,13 @@ def _flat_hosts(*arrays):
 
 
 def _split_add(out, a, b):
-    """``out = a + b`` on flat host arrays, in pieces over the kernel threads.
+    """``out = a + b`` on flat host arrays, in pieces over the kernel threads (or as a
+    step of the open :func:`ffnumba.optimizer._deferred.chain`).
 
     numpy's add releases the GIL and is elementwise, so the pieces run at once
     and the sum is the one-call sum bit for bit, however it is split.
     """
-    split_range(lambda lo, hi: np.add(a[lo:hi], b[lo:hi], out=out[lo:hi]), out.size)
+    _deferred.step(np.add, [a, b, out])
 
 
 def _copy_into(dst, src):
@@ -51,8 +57,7 @@ def _copy_into(dst, src):
     if flat is None:
         dst._copy_from(src)
         return
-    d, s = flat
-    split_range(lambda lo, hi: d[lo:hi].__setitem__(Ellipsis, s[lo:hi]), d.size)
+    _deferred.step(np.copyto, flat)
 
 
 class KVStore(KVStoreBase):
@@ -146,36 +151,109 @@ class KVStore(KVStoreBase):
         (pushes run in call order).
         """
         for k, vals in _normalize(key, value, 'push'):
-            stored = self._stored(k, 'push')
-            merged = self._reduce(k, vals, stored)
-            if self._updater is not None:
-                self._updater(k, merged, stored)
-            else:
-                _copy_into(stored, merged)
+            self._push_key(k, vals)
+
+    def _push_key(self, k, vals):
+        stored = self._stored(k, 'push')
+        merged = self._reduce(k, vals, stored)
+        if self._updater is not None:
+            self._updater(k, merged, stored)
+        else:
+            _copy_into(stored, merged)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         """Copy the stored value of ``key`` into every array of ``out``."""
         if out is None:
             raise FFError('KVStore.pull: `out` is required')
         for k, outs in _normalize(key, out, 'pull'):
-            stored = self._stored(k, 'pull')
-            outs = [o for o in outs if o is not stored]
-            flat = _flat_hosts(stored, *outs) if len(outs) > 1 else None
-            if flat is None or any(o.shape != stored.shape for o in outs):
-                for o in outs:
-                    _copy_into(o, stored)
-                continue
-            src, dsts = flat[0], flat[1:]
+            self._pull_key(k, outs)
 
-            def piece(lo, hi, src=src, dsts=dsts):
-                for d in dsts:                  # the piece of ``src`` is read from cache
-                    d[lo:hi] = src[lo:hi]
-            split_range(piece, src.size)
+    def _pull_key(self, k, outs):
+        stored = self._stored(k, 'pull')
+        outs = [o for o in outs if o is not stored]
+        flat = _flat_hosts(stored, *outs) if len(outs) > 1 else None
+        if flat is None or any(o.shape != stored.shape for o in outs):
+            for o in outs:
+                _copy_into(o, stored)
+            return
+        src, dsts = flat[0], flat[1:]
+        if _deferred.chaining():
+            for d in dsts:                      # each piece of ``src`` read from cache
+                _deferred.step(np.copyto, [d, src])
+            return
+
+        def piece(lo, hi):
+            for d in dsts:                      # the piece of ``src`` is read from cache
+                d[lo:hi] = src[lo:hi]
+        split_range(piece, src.size)
 
     def pushpull(self, key, value, out=None, priority=0):
-        """``push(key, value)`` then ``pull(key, out)`` (into ``value`` if ``out`` is None)."""
-        self.push(key, value, priority)
-        self.pull(key, value if out is None else out, priority)
+        """``push(key, value)`` then ``pull(key, out)`` (into ``value`` if ``out`` is None).
+
+        On host arrays (float32/float64, no gradient compression) with no updater or
+        one whose optimizer defers its kernels
+        (:func:`ffnumba.optimizer.updater.defers`), each key's sum, update and
+        copies back run as one chain of elementwise steps, and all keys' chains run
+        together, cut into pieces over the kernel threads
+        (:mod:`ffnumba.optimizer._deferred`): each piece is summed, updated and
+        copied while it is in cache, in one fork-join for all the keys. The values
+        are those of ``push`` then ``pull``, bit for bit.
+        """
+        outs = value if out is None else out
+        pushes = _normalize(key, value, 'push')
+        pulls = _normalize(key, outs, 'pull')
+        if not self._chains(pushes, pulls):
+            self.push(key, value, priority)
+            self.pull(key, outs, priority)
+            return
+        with _deferred.deferred():
+            for (k, vals), (_, dsts) in zip(pushes, pulls):
+                self._chain_key(k, vals, dsts)
+
+    def _chain_key(self, k, vals, dsts):
+        """One key of a chained :meth:`pushpull`: with an updater, one pass of its
+        reducing kernel (sum of ``vals``, update, new weight into ``dsts``); else the
+        sum, the store and the copies as steps of one chain."""
+        stored = self._stored(k, 'push')
+        outs = [o for o in dsts if o is not stored]
+        flat = None
+        if self._updater is not None and all(a.shape == stored.shape for a in vals + outs):
+            flat = _flat_hosts(stored, *vals, *outs)
+        spec = (flat[1:1 + len(vals)], flat[1 + len(vals):]) if flat else ()
+        with _deferred.chain(*spec) as ch:
+            if not flat:
+                self._push_key(k, vals)
+                self._pull_key(k, dsts)
+                return
+            self._updater(k, vals[0], stored)     # its kernel reads the sum (ch.sources)
+            if not ch.fused:
+                raise FFError('KVStore.pushpull: key %r: the update kernel ran before the '
+                              'gradients were summed (internal error)' % (k,))
+
+    def chainable(self):
+        """Whether this store may chain :meth:`pushpull`'s keys: an in-process store
+        without gradient compression, whose updater (if any) defers its kernels."""
+        from ..optimizer.updater import Updater, defers
+        if type(self) is not KVStore or self._compression is not None:
+            return False
+        return self._updater is None or (isinstance(self._updater, Updater)
+                                         and defers(self._updater.optimizer))
+
+    def _chains(self, pushes, pulls):
+        """Whether :meth:`pushpull` may run these keys as deferred chains."""
+        from ..ndarray._device import host_compute
+        if not self.chainable():
+            return False
+        if len(pushes) != len(pulls) or any(a[0] != b[0] for a, b in zip(pushes, pulls)):
+            return False
+        for k, vals in pushes:
+            stored = self._store.get(k)
+            if stored is None or stored.dtype not in _CHAIN_DTYPES:
+                return False
+            for v in vals:
+                if not host_compute(v.context) or v.dtype != stored.dtype:
+                    return False
+        return all(host_compute(o.context) for _, outs in pulls for o in outs)
 
     def broadcast(self, key, value, out, priority=0):
         """``init(key, value)`` then ``pull(key, out)``."""

@@ -5,8 +5,13 @@ Shared by :class:`~ffnumba.mod.Module` and the modules built on it. With
 the weights back; otherwise it only sums, and each device's copy is updated by
 the local updater.
 
-With several CPU contexts and an in-process store (``'local'``/``'device'``),
-the parameters are split into groups of about equal size and each group is
+With several CPU contexts and an in-process store (``'local'``/``'device'``)
+whose keys chain (:meth:`ffnumba.kvstore.local.KVStore.chainable`: float32 or
+float64, no gradient compression, an optimizer that defers its kernels), all
+keys go to one ``pushpull``, which sums, updates and copies back each piece of
+each key while it is in cache, the pieces of all keys split over the kernel
+threads in one fork-join. Otherwise the parameters are split into groups of
+about equal size and each group is
 reduced (and, on the store, updated) on its own thread of the ``'update'``
 pool (:func:`ffnumba.thread_pool.run_parallel`): the sums, copies and
 optimizer kernels release the GIL. Each parameter is still summed in device
@@ -21,7 +26,7 @@ import os
 
 from ..ndarray._device import host_compute
 from ..thread_pool import run_parallel, single_thread
-from .local import KVStore
+from .local import _CHAIN_DTYPES, KVStore
 
 __all__ = ['_initialize_kvstore', '_update_params_on_kvstore', '_update_params']
 
@@ -97,6 +102,9 @@ def _grouped(kvstore, live, grad_arrays, run):
             or sum(grad_arrays[i][0].size for i in live) < PAR_MIN_ELEMS
             or not all(host_compute(g.context) for i in live for g in grad_arrays[i])):
         run(live)
+        return
+    if kvstore.chainable() and all(grad_arrays[i][0].dtype in _CHAIN_DTYPES for i in live):
+        run(live)        # one call: the keys' chains split over the kernel threads together
         return
     groups = _groups(live, grad_arrays, nt)
     sizes = [sum(grad_arrays[i][0].size for i in g) for g in groups]

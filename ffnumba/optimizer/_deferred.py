@@ -20,16 +20,24 @@ reads nothing after it may defer (the class defining ``update`` declares
 ``_one_kernel_update = True``; :func:`ffnumba.optimizer.updater.defers`); LAMB and LARS, which take
 norms between kernels, do not. A float16 multi-precision update flushes
 before it copies its master weights back (:func:`flush`).
+
+A kvstore with several devices (:meth:`ffnumba.kvstore.local.KVStore.pushpull`)
+opens a :class:`chain` per key naming the devices' gradients (``sources``) and
+weights (``outs``): the key's update then runs the kernel's reducing twin, which sums
+the gradients in device order, updates and writes the new weight to every device in
+one pass (inside a block, kept and split with the others; outside, at once: the
+same values whatever the thread count).
 """
 import itertools
 import threading
 
-from ..thread_pool import SPLIT_ALIGN, kernel_threads, run_parallel
+from ..thread_pool import SPLIT_ALIGN, kernel_threads, run_parallel, split_range
 
-__all__ = ['deferred', 'collect', 'flush', 'DEFER_MIN_ELEMS']
+__all__ = ['deferred', 'chain', 'chaining', 'collect', 'step', 'flush', 'DEFER_MIN_ELEMS']
 
-#: Fewest elements per thread (all deferred kernels together) before they split over
-#: the kernel threads; fewer run one after another on this thread.
+#: Fewest elements per thread (all deferred kernels together; a chain's elements count
+#: once per step) before they split over the kernel threads; fewer run one after
+#: another on this thread.
 DEFER_MIN_ELEMS = 1 << 18
 #: Pieces per thread, claimed one at a time (a late thread leaves its pieces to others).
 PIECES_PER_THREAD = 4
@@ -53,22 +61,107 @@ class deferred:  # noqa: N801 (used as a context manager, like contextlib's)
 
     def __exit__(self, *exc):
         if not self.outer:
+            _LOCAL.chain = None
             flush()
             _LOCAL.calls = None
         return False
 
 
-def collect(kernel, flat, hp, write_grad):
+class chain:  # noqa: N801 (a context manager)
+    """Context inside a :class:`deferred` block: the steps kept inside (:func:`collect`,
+    :func:`step`) form one chain, which runs piece by piece, each piece of its range
+    through all of its steps in order (a kvstore key's sum, update and copies back:
+    each piece's values stay in cache between them). Every step of a chain works
+    elementwise on arrays of one size. Outside a block each step runs when it is made.
+
+    ``sources`` and ``outs`` (flat host arrays) declare that the update kept next
+    reads the sum of ``sources`` as its gradient and that its new weight goes to every
+    array of ``outs``: an update kernel with a reducing twin (``red`` of
+    :func:`collect`) then becomes one step that does all of it in one pass, and
+    :attr:`fused` says so (the caller then adds no sum or copy steps of its own).
+    """
+
+    def __init__(self, sources=None, outs=None):
+        self.sources, self.outs, self.fused = sources, outs, False
+        self.steps = None
+
+    def __enter__(self):
+        if getattr(_LOCAL, 'calls', None) is not None:
+            self.steps = []
+        _LOCAL.chain = self
+        return self
+
+    @property
+    def active(self):
+        """Whether this chain keeps its steps (a :class:`deferred` block is open)."""
+        return self.steps is not None
+
+    def __exit__(self, *exc):
+        _LOCAL.chain = None
+        if self.steps:
+            _LOCAL.calls.append((self.steps[0][0], [run for _, run in self.steps]))
+        return False
+
+
+def _keep(size, run):
+    ch = getattr(_LOCAL, 'chain', None)
+    if ch is not None and ch.active:
+        ch.steps.append((size, run))
+    else:
+        _LOCAL.calls.append((size, [run]))
+
+
+def _cut(arrays, lo, hi):
+    return [a[lo:hi] for a in arrays]
+
+
+def collect(kernel, flat, hp, write_grad, red=None):
     """Keep ``kernel(*flat, hp, write_grad)`` for the end of the :class:`deferred` block.
 
     ``flat``: the 1-D arrays of one parameter (weight, grad, states), one size.
+    ``red``: the kernel's reducing twin (``red(w, sources, *states, outs, hp, wg)``),
+    used when the open :class:`chain` declares ``sources`` and ``outs``.
     Returns False (nothing kept: run it now) outside a block.
     """
-    calls = getattr(_LOCAL, 'calls', None)
-    if calls is None:
+    ch = getattr(_LOCAL, 'chain', None)
+    if red is not None and ch is not None and ch.sources and not ch.fused:
+        src, outs, w, states = ch.sources, ch.outs, flat[0], flat[2:]
+        ch.fused = True
+
+        def run(lo, hi):
+            red(w[lo:hi], tuple(_cut(src, lo, hi)), *_cut(states, lo, hi),
+                tuple(_cut(outs, lo, hi)), hp, write_grad)
+        if ch.active:
+            _keep(w.size, run)
+        else:       # no block: now, the same pass (the values do not depend on threads)
+            split_range(run, w.size, DEFER_MIN_ELEMS)
+        return True
+    if getattr(_LOCAL, 'calls', None) is None:
         return False
-    calls.append((kernel, flat, hp, write_grad))
+    _keep(flat[0].size, lambda lo, hi: kernel(*_cut(flat, lo, hi), hp, write_grad))
     return True
+
+
+def chaining():
+    """Whether a :class:`chain` is open on this thread (its steps are kept, not run)."""
+    ch = getattr(_LOCAL, 'chain', None)
+    return ch is not None and ch.active
+
+
+def step(fn, flat, first=False):
+    """``fn(*flat)`` on 1-D arrays of one size, elementwise: kept as a step of the open
+    :class:`chain` (its first with ``first``, else its next), else run now, cut into
+    pieces over the kernel threads (:func:`ffnumba.thread_pool.split_range`). ``fn``
+    must give the values one call over the whole range gives, however the range is
+    cut (numpy's ``add``, ``copyto``).
+    """
+    ch = getattr(_LOCAL, 'chain', None)
+    if ch is None or not ch.active:
+        split_range(lambda lo, hi: fn(*_cut(flat, lo, hi)), flat[0].size)
+    elif first:
+        ch.steps.insert(0, (flat[0].size, lambda lo, hi: fn(*_cut(flat, lo, hi))))
+    else:
+        _keep(flat[0].size, lambda lo, hi: fn(*_cut(flat, lo, hi)))
 
 
 def flush():
@@ -77,12 +170,14 @@ def flush():
     if not calls:
         return
     _LOCAL.calls = []
-    sizes = [c[1][0].size for c in calls]
+    sizes = [size for size, _ in calls]
     total = sum(sizes)
-    nt = kernel_threads(total // DEFER_MIN_ELEMS) if total >= 2 * DEFER_MIN_ELEMS else 1
+    work = sum(size * len(runs) for size, runs in calls)     # elements times steps
+    nt = kernel_threads(work // DEFER_MIN_ELEMS) if work >= 2 * DEFER_MIN_ELEMS else 1
     if nt <= 1:
-        for kernel, flat, hp, wg in calls:
-            kernel(*flat, hp, wg)
+        for size, runs in calls:
+            for run in runs:
+                run(0, size)
         return
     pieces = _pieces(sizes, total, PIECES_PER_THREAD * nt)
     claim = itertools.count()          # next() is atomic under the GIL
@@ -92,8 +187,8 @@ def flush():
             if p >= len(pieces):
                 return
             for j, lo, hi in pieces[p]:
-                kernel, flat, hp, wg = calls[j]
-                kernel(*[a[lo:hi] for a in flat], hp, wg)
+                for run in calls[j][1]:
+                    run(lo, hi)
     run_parallel(worker, nt, 'kernel')
 
 

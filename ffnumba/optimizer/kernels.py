@@ -136,8 +136,38 @@ def _loop_builder(target, n):
     return namespace, namespace['build_%s_%d' % (target, n)]
 
 
+#: The reducing CPU loop: the gradient is the sum of the devices' gradients ``gs`` (a
+#: tuple, summed left to right as the kvstore sums them), and the new weight is also
+#: written to every array of ``outs`` (the devices' copies), all in one pass.
+_TEMPLATE_RED = '''\
+def build_cpu_red_{n}(step):
+    def loop_cpu_red_{n}(w, gs, {args}outs, hp, wg):
+        for i in range(w.size):
+            gi = gs[0][i]
+            for d in range(1, len(gs)):
+                gi += gs[d][i]
+            nw, ng, {outs} = step(w[i], gi, {reads}, hp)
+            w[i] = nw
+{writes}            for d in range(len(outs)):
+                outs[d][i] = nw
+    return loop_cpu_red_{n}
+'''
+
+
 def _cpu_loop(step, n):
     return njit(**JIT)(_loop_builder('cpu', n)[1](step))
+
+
+def _cpu_red_loop(step, n):
+    """The reducing twin of :func:`_cpu_loop` (:data:`_TEMPLATE_RED`)."""
+    src = _TEMPLATE_RED.format(
+        n=n, args=''.join('s%d, ' % k for k in range(n)),
+        outs=', '.join(['n%d' % k for k in range(n)] + ['_'] * (MAX_STATES - n)),
+        reads=', '.join(['s%d[i]' % k for k in range(n)] + ['0.0'] * (MAX_STATES - n)),
+        writes=''.join('            s%d[i] = n%d\n' % (k, k) for k in range(n)))
+    namespace = {'__name__': __name__}
+    exec(compile(src, __file__, 'exec'), namespace)
+    return njit(**JIT)(namespace['build_cpu_red_%d' % n](step))
 
 
 def _cpu_loops(step):
@@ -191,6 +221,8 @@ class FusedUpdate:
         stable_cache_key(step, *[glb[n] for n in step.py_func.__code__.co_names
                                  if hasattr(glb.get(n), 'py_func')])
         self.cpu = _cpu_loops(step)
+        self.cpu_red = tuple(LazyKernel(functools.partial(_cpu_red_loop, step, n))
+                             for n in range(MAX_STATES + 1))
         self.gpu = tuple(LazyCudaKernel(b) for b in _gpu_builders(step))
         self._records = {}
 
@@ -293,7 +325,7 @@ class FusedUpdate:
             # the usual call (host arrays, no float16): microseconds matter here, once per
             # parameter and step
             flat, kernel, wg = [a.reshape(-1) for a in arrays], self.cpu[n], bool(write_grad)
-            if _deferred.collect(kernel, flat, hp, wg):
+            if _deferred.collect(kernel, flat, hp, wg, self.cpu_red[n]):
                 return                              # runs with the step's other updates
             if weight.size < 2 * UPDATE_MIN_ELEMS:
                 kernel(*flat, hp, wg)

@@ -49,11 +49,13 @@ def test_a_cap_shared_with_ranks_holds_everywhere(cap_one, threads):
 @pytest.mark.parametrize('dtype', ['float32', 'float64'])
 def test_kvstore_split_sum_and_copies_are_the_one_call_values(threads, monkeypatch, dtype):
     from ffnumba import thread_pool
+    from ffnumba.optimizer import _deferred
     threads(2)
     calls = []
     real = thread_pool.run_parallel
-    monkeypatch.setattr(thread_pool, 'run_parallel',
-                        lambda fn, n, pool='kernel': (calls.append(n), real(fn, n, pool)))
+    for mod in (thread_pool, _deferred):      # pushpull runs the key as one deferred chain
+        monkeypatch.setattr(mod, 'run_parallel',
+                            lambda fn, n, pool='kernel': (calls.append(n), real(fn, n, pool)))
     size = 3 * SPLIT_MIN_ELEMS + 37                      # pieces that do not divide it
     rng = np.random.default_rng(1)
     a, b = (rng.standard_normal((size // 37, 37)).astype(dtype) for _ in range(2))
@@ -135,14 +137,22 @@ def test_kvstore_pull_into_several_outputs_in_one_split(threads):
 
 
 def test_update_groups_run_alone_on_their_threads(threads):
-    """Groups of parameters already fill the threads: kernels inside them do not split too."""
+    """Groups of parameters already fill the threads: kernels inside them do not split too
+    (a store whose keys do not chain: LAMB takes norms between its kernels)."""
     from ffnumba.kvstore import updates
     threads(2)
     grads = [[ff.nd.zeros((SPLIT_MIN_ELEMS,)), ff.nd.zeros((SPLIT_MIN_ELEMS,))]
              for _ in range(4)]
     seen = []
-    updates._grouped(ff.kv.create('local'), list(range(4)), grads,
+    kv = ff.kv.create('local')
+    kv.set_optimizer(ff.optimizer.create('lamb'))
+    assert not kv.chainable()
+    updates._grouped(kv, list(range(4)), grads,
                      lambda g: seen.append((tuple(g), kernel_threads(1 << 20))))
     assert sorted(g for g, _ in seen) == [(0, 2), (1, 3)]
     assert [n for _, n in seen] == [1, 1]
     assert kernel_threads(1 << 20) == 2                  # lifted again on this thread
+    seen.clear()
+    updates._grouped(ff.kv.create('local'), list(range(4)), grads,     # chains: one call
+                     lambda g: seen.append((tuple(g), kernel_threads(1 << 20))))
+    assert seen == [((0, 1, 2, 3), 2)]

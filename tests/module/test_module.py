@@ -276,25 +276,37 @@ def test_save_checkpoint_logs_like_mxnet(tmp_path, caplog):
 
 
 @pytest.mark.parametrize('on_kvstore', ['1', '0'])
-def test_two_devices_parallel_reduce_and_update_equal_serial_bit_for_bit(on_kvstore, monkeypatch):
-    """The kvstore reduce (and update on the store) per parameter group on threads: same bits."""
+def test_two_devices_parallel_reduce_and_update_equal_serial_bit_for_bit(on_kvstore, threads,
+                                                                         monkeypatch):
+    """The kvstore reduce (and update on the store) per parameter group on threads, and as
+    chains of all keys split over the threads: the serial bits."""
     from ffnumba.kvstore import updates
+    from ffnumba.kvstore.local import KVStore
+    from ffnumba.optimizer import _deferred
     import ffnumba.thread_pool as tp
     monkeypatch.setenv('MXNET_UPDATE_ON_KVSTORE', on_kvstore)
-    monkeypatch.setattr(updates, 'PAR_MIN_ELEMS', 1 << 40)
+    threads(1)
     serial = train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params()
-    calls = []
+    threads(2)
+    calls, chained = [], []
     real = tp.run_parallel
+    monkeypatch.setattr(_deferred, 'DEFER_MIN_ELEMS', 1)      # the toy net's few elements
+    monkeypatch.setattr(_deferred, 'run_parallel', lambda fn, n, pool: (chained.append(n),
+                                                                        real(fn, n, pool)))
+    par = [train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params()]
+    assert chained and all(n == 2 for n in chained)
+    monkeypatch.setattr(KVStore, 'chainable', lambda self: False)     # groups on threads
     monkeypatch.setattr(updates, "PAR_MIN_ELEMS", 0)
     monkeypatch.setattr(updates, "MAX_GROUP_SHARE", 1.0)
     monkeypatch.setattr(updates, 'run_parallel', lambda fn, n, pool: (calls.append(n),
                                                                       real(fn, n, pool)))
-    par = train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params()
+    par.append(train([ff.cpu(0), ff.cpu(1)], epochs=2, bn=True).get_params())
     assert calls and all(n == 2 for n in calls)
-    for d1, d2 in zip(serial, par):
-        assert sorted(d1) == sorted(d2)
-        for k in d1:
-            np.testing.assert_array_equal(d1[k].asnumpy(), d2[k].asnumpy(), err_msg=k)
+    for run in par:
+        for d1, d2 in zip(serial, run):
+            assert sorted(d1) == sorted(d2)
+            for k in d1:
+                np.testing.assert_array_equal(d1[k].asnumpy(), d2[k].asnumpy(), err_msg=k)
 
 
 def test_parameter_groups_balance_sizes_and_keep_index_order():

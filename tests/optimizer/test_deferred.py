@@ -142,3 +142,55 @@ def test_update_params_passes_one_list_per_device_as_mxnet():
     _update_params(params, grads, lambda i, g, w: calls.append((list(i), g, w)), 2)
     assert [c[0] for c in calls] == [[0, 4], [1, 5]]
     assert calls[1][1][0] is grads[0][1] and calls[1][2][1] is params[2][1]
+
+
+def _kv_train(name, ndev, dtype):
+    ff.random.seed(5)
+    kv = ff.kv.create('local')
+    kv.set_optimizer(opt.create(name, learning_rate=0.01, **CONFIGS[name]))
+    rng = np.random.default_rng(3)
+    keys = list(range(len(SHAPES)))
+    for k, s in zip(keys, SHAPES):
+        kv.init(k, nd.array(rng.standard_normal(s), dtype=dtype))
+    outs = [[nd.zeros(s, dtype=dtype) for _ in range(ndev)] for s in SHAPES]
+    for _ in range(3):
+        grads = [[nd.array(rng.standard_normal(s), dtype=dtype) for _ in range(ndev)]
+                 for s in SHAPES]
+        kv.pushpull(keys, grads, out=outs)
+    return [[o.asnumpy() for o in dev] for dev in outs], kv
+
+
+@pytest.mark.parametrize('name', sorted(CONFIGS))
+@pytest.mark.parametrize('ndev', [1, 2, 3])
+def test_kvstore_chains_sum_update_and_copy_in_one_pass_bit_for_bit(threads, monkeypatch,
+                                                                     name, ndev):
+    """Each key's sum over the devices, update on the store and copies back as one pass of
+    the update kernel's reducing twin, split over two threads: the serial values."""
+    threads(1)
+    serial, _ = _kv_train(name, ndev, np.float32)
+    threads(2)
+    monkeypatch.setattr(_deferred, 'DEFER_MIN_ELEMS', 64)
+    fused = []
+    keep = _deferred.chain.__exit__
+
+    def exit_(self, *exc):
+        fused.append(self.fused)
+        return keep(self, *exc)
+    monkeypatch.setattr(_deferred.chain, '__exit__', exit_)
+    chained, kv = _kv_train(name, ndev, np.float32)
+    assert kv.chainable() == (name not in ('lamb', 'lars'))
+    assert fused == ([True] * 3 * len(SHAPES) if kv.chainable() else [])
+    for a, b in zip(serial, chained):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+        for y in b[1:]:
+            np.testing.assert_array_equal(b[0], y)      # every device got the new weight
+
+
+def test_kvstore_float16_keys_do_not_chain(threads):
+    threads(2)
+    kv = ff.kv.create('local')
+    kv.set_optimizer(opt.create('sgd', multi_precision=True))
+    kv.init(0, nd.ones((4,), dtype=np.float16))
+    pushes = [(0, [nd.ones((4,), dtype=np.float16)] * 2)]
+    assert kv.chainable() and not kv._chains(pushes, pushes)
