@@ -192,12 +192,14 @@ class KVStore(KVStoreBase):
 
         On host arrays (float32/float64, no gradient compression) with no updater or
         one whose optimizer defers its kernels
-        (:func:`ffnumba.optimizer.updater.defers`), each key's sum, update and
-        copies back run as one chain of elementwise steps, and all keys' chains run
-        together, cut into pieces over the kernel threads
-        (:mod:`ffnumba.optimizer._deferred`): each piece is summed, updated and
-        copied while it is in cache, in one fork-join for all the keys. The values
-        are those of ``push`` then ``pull``, bit for bit.
+        (:func:`ffnumba.optimizer.updater.defers`), each key is one pass of the
+        update kernel's reducing twin (the values summed in order, the update, the
+        new weight written to every output), or without an updater its sum and
+        copies as one chain of steps, and all keys' passes run together, cut into
+        pieces over the kernel threads in one fork-join
+        (:mod:`ffnumba.optimizer._deferred`; at once on one thread: the same values).
+        The values are those of ``push`` then ``pull``; for AdaGrad, Adam and Ftrl
+        up to the last bit (fastmath contracts the sum into the update's arithmetic).
         """
         outs = value if out is None else out
         pushes = _normalize(key, value, 'push')

@@ -148,20 +148,16 @@ def chaining():
     return ch is not None and ch.active
 
 
-def step(fn, flat, first=False):
-    """``fn(*flat)`` on 1-D arrays of one size, elementwise: kept as a step of the open
-    :class:`chain` (its first with ``first``, else its next), else run now, cut into
-    pieces over the kernel threads (:func:`ffnumba.thread_pool.split_range`). ``fn``
-    must give the values one call over the whole range gives, however the range is
-    cut (numpy's ``add``, ``copyto``).
+def step(fn, flat):
+    """``fn(*flat)`` on 1-D arrays of one size, elementwise: kept as the next step of the
+    open :class:`chain`, else run now, cut into pieces over the kernel threads
+    (:func:`ffnumba.thread_pool.split_range`). ``fn`` must give the values one call over
+    the whole range gives, however the range is cut (numpy's ``add``, ``copyto``).
     """
-    ch = getattr(_LOCAL, 'chain', None)
-    if ch is None or not ch.active:
-        split_range(lambda lo, hi: fn(*_cut(flat, lo, hi)), flat[0].size)
-    elif first:
-        ch.steps.insert(0, (flat[0].size, lambda lo, hi: fn(*_cut(flat, lo, hi))))
-    else:
+    if chaining():
         _keep(flat[0].size, lambda lo, hi: fn(*_cut(flat, lo, hi)))
+    else:
+        split_range(lambda lo, hi: fn(*_cut(flat, lo, hi)), flat[0].size)
 
 
 def flush():
