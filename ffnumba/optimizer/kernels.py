@@ -120,19 +120,29 @@ def build_{target}_{n}(step):
 '''
 
 
-def _loop_builder(target, n):
-    """``build(step) -> python loop`` over ``n`` state arrays for ``target`` ('cpu'/'gpu')."""
-    states = ['s%d' % k for k in range(n)]
-    body = _BODY.format(
-        outs=', '.join(['n%d' % k for k in range(n)] + ['_'] * (MAX_STATES - n)),
-        reads=', '.join(['s%d[i]' % k for k in range(n)] + ['0.0'] * (MAX_STATES - n)),
-        writes=''.join('            s%d[i] = n%d\n' % (k, k) for k in range(n)))
-    src = _TEMPLATE.format(target=target, n=n, args=''.join(s + ', ' for s in states),
-                           header=_HEADERS[target], body=body)
+def _parts(n):
+    """The template fields for ``n`` state arrays: the loop's state arguments, the step's
+    new states (``outs``) and state reads, and the state writes."""
+    return dict(args=''.join('s%d, ' % k for k in range(n)),
+                outs=', '.join(['n%d' % k for k in range(n)] + ['_'] * (MAX_STATES - n)),
+                reads=', '.join(['s%d[i]' % k for k in range(n)] + ['0.0'] * (MAX_STATES - n)),
+                writes=''.join('            s%d[i] = n%d\n' % (k, k) for k in range(n)))
+
+
+def _exec(src):
     # compiled under this file's name: numba's disk cache keys (and locates) a function
     # by its source file; the generated names are unique within it
     namespace = {'__name__': __name__, 'cuda': None}
     exec(compile(src, __file__, 'exec'), namespace)
+    return namespace
+
+
+def _loop_builder(target, n):
+    """``build(step) -> python loop`` over ``n`` state arrays for ``target`` ('cpu'/'gpu')."""
+    parts = _parts(n)
+    body = _BODY.format(outs=parts['outs'], reads=parts['reads'], writes=parts['writes'])
+    namespace = _exec(_TEMPLATE.format(target=target, n=n, args=parts['args'],
+                                       header=_HEADERS[target], body=body))
     return namespace, namespace['build_%s_%d' % (target, n)]
 
 
@@ -160,13 +170,7 @@ def _cpu_loop(step, n):
 
 def _cpu_red_loop(step, n):
     """The reducing twin of :func:`_cpu_loop` (:data:`_TEMPLATE_RED`)."""
-    src = _TEMPLATE_RED.format(
-        n=n, args=''.join('s%d, ' % k for k in range(n)),
-        outs=', '.join(['n%d' % k for k in range(n)] + ['_'] * (MAX_STATES - n)),
-        reads=', '.join(['s%d[i]' % k for k in range(n)] + ['0.0'] * (MAX_STATES - n)),
-        writes=''.join('            s%d[i] = n%d\n' % (k, k) for k in range(n)))
-    namespace = {'__name__': __name__}
-    exec(compile(src, __file__, 'exec'), namespace)
+    namespace = _exec(_TEMPLATE_RED.format(n=n, **_parts(n)))
     return njit(**JIT)(namespace['build_cpu_red_%d' % n](step))
 
 
@@ -196,6 +200,17 @@ def _in_place(arrays):
         if a.dtype.char == 'e' or not a.flags.c_contiguous:
             return False
     return True
+
+
+def _host_call(kernel, flat, hp, wg):
+    """``kernel(*flat, hp, wg)`` on host arrays; a weight of at least two threads'
+    :data:`UPDATE_MIN_ELEMS` is cut into pieces the threads share (elementwise: the same
+    values)."""
+    if flat[0].size < 2 * UPDATE_MIN_ELEMS:
+        kernel(*flat, hp, wg)
+    else:
+        split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg), flat[0].size,
+                    UPDATE_MIN_ELEMS)
 
 
 class FusedUpdate:
@@ -325,13 +340,8 @@ class FusedUpdate:
             # the usual call (host arrays, no float16): microseconds matter here, once per
             # parameter and step
             flat, kernel, wg = [a.reshape(-1) for a in arrays], self.cpu[n], bool(write_grad)
-            if _deferred.collect(kernel, flat, hp, wg, self.cpu_red[n]):
-                return                              # runs with the step's other updates
-            if weight.size < 2 * UPDATE_MIN_ELEMS:
-                kernel(*flat, hp, wg)
-            else:   # large weights cut into pieces the threads share: the same values
-                split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg),
-                            weight.size, UPDATE_MIN_ELEMS)
+            if not _deferred.collect(kernel, flat, hp, wg, self.cpu_red[n]):
+                _host_call(kernel, flat, hp, wg)    # (else it runs with the step's others)
             return
         if gpu and all(np.dtype(a.dtype) != np.float16 for a in arrays):
             self.gpu[n].launch(weight.size, *[_flat(a) for a in arrays], hp, bool(write_grad))
@@ -339,9 +349,7 @@ class FusedUpdate:
         hosts = [a.copy_to_host() if gpu else a for a in arrays]
         work = [np.ascontiguousarray(h, np.float32 if h.dtype == np.float16 else h.dtype)
                 for h in hosts]
-        flat, kernel, wg = [_flat(a) for a in work], self.cpu[n], bool(write_grad)
-        split_range(lambda lo, hi: kernel(*[a[lo:hi] for a in flat], hp, wg), weight.size,
-                    UPDATE_MIN_ELEMS)
+        _host_call(self.cpu[n], [_flat(a) for a in work], hp, bool(write_grad))
         for k, (orig, h, wk) in enumerate(zip(arrays, hosts, work)):
             if k == 1 and not write_grad:
                 continue

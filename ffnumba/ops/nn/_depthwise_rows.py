@@ -17,6 +17,14 @@ __all__ = ['U', '_fill_plane', '_unfill_plane', '_dw3x3', '_dx_s1', '_dx_s2']
 U = np.uint64
 
 
+@njit(inline='always')
+def _phase_starts(PW, L):
+    """At stride 2, where x columns 0 and 1 sit in a phase-major row (then every second
+    column follows contiguously): x column ``c`` is padded column ``c + PW``, in phase
+    ``(c + PW) % 2`` at index ``(c + PW) // 2``."""
+    return (PW % 2) * L + PW // 2, ((PW + 1) % 2) * L + (PW + 1) // 2
+
+
 @njit(**JIT)
 def _fill_plane(xf, base, H, W, PH, PW, SW, L, Wp, xp, eo):
     """Copy plane ``xf[base:base + H*W]`` into the interior of the phase-major ``xp``.
@@ -57,11 +65,10 @@ def _fill_split(xf, base, H, W, PH, PW, L, Wp, xp, eo):
     for i in range(n):
         eo[i] = xf[b + U(2) * i]
         eo[n + i] = xf[b + U(2) * i + U(1)]
-    pe, po = PW % 2, (PW + 1) % 2
-    qe, qo = (PW - pe) // 2, (PW + 1 - po) // 2
+    e0, o0 = _phase_starts(PW, L)
     for h in range(H):
         rb = (h + PH) * Wp
-        de, do = U(rb + pe * L + qe), U(rb + po * L + qo)
+        de, do = U(rb + e0), U(rb + o0)
         se = U(h * half)
         for i in range(U(half)):
             xp[de + i] = eo[se + i]
@@ -99,11 +106,10 @@ def _unfill_split(xp, xf, base, H, W, PH, PW, L, Wp, add, eo):
     (as :func:`_fill_split`, reversed; LLVM vectorises the interleaving stores)."""
     half = W // 2
     n = U(H * half)
-    pe, po = PW % 2, (PW + 1) % 2
-    qe, qo = (PW - pe) // 2, (PW + 1 - po) // 2
+    e0, o0 = _phase_starts(PW, L)
     for h in range(H):
         rb = (h + PH) * Wp
-        se, de, do = U(h * half), U(rb + pe * L + qe), U(rb + po * L + qo)
+        se, de, do = U(h * half), U(rb + e0), U(rb + o0)
         for i in range(U(half)):
             eo[se + i] = xp[de + i]
         for i in range(U(half)):
